@@ -1,0 +1,76 @@
+#pragma once
+// What the CUDA side of minidl sees: availability, versions, devices, memory, the library's stream.
+// Every function works in a CPU-only build (reporting that CUDA is not built in).
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace minidl {
+namespace cuda {
+
+/// True when this build has the CUDA backend and at least one usable device is visible.
+bool is_available();
+/// Number of visible devices (0 in a CPU-only build or without a driver).
+int device_count();
+std::string device_name(int index = 0);
+/// Waits for all work minidl queued on the device.
+void synchronize(int index = -1);
+
+/// Versions are encoded as CUDA does (major*1000 + minor*10) for the runtime and driver, and as cuDNN does
+/// (major*10000 + minor*100 + patch for cuDNN 9) for cuDNN; 0 means "not available".
+struct VersionInfo {
+  bool built_with_cuda = false;
+  int build_runtime = 0;       // CUDART_VERSION the library was compiled against
+  int runtime = 0;             // cudaRuntimeGetVersion
+  int driver = 0;              // cudaDriverGetVersion (highest CUDA version the driver supports)
+  int build_cudnn = 0;         // CUDNN_VERSION at build time
+  int cudnn = 0;               // cudnnGetVersion at run time
+  int build_cublas = 0;
+  int cublas = 0;
+  std::string build_architectures;  // e.g. "90"
+  std::string error;           // why the runtime could not be queried, if it could not
+};
+VersionInfo versions();
+
+struct DeviceProperties {
+  int index = 0;
+  std::string name;
+  int major = 0, minor = 0;    // compute capability
+  std::size_t total_memory = 0;
+  std::size_t free_memory = 0;
+  int multiprocessors = 0;
+};
+std::vector<DeviceProperties> devices();
+/// Formats a version code: 13000 -> "13.0", cuDNN 91400 -> "9.14.0".
+std::string format_cuda_version(int v);
+std::string format_cudnn_version(int v);
+
+/// Caching-allocator statistics for one device, in bytes.
+struct MemoryStats {
+  std::size_t allocated = 0;       // held by live tensors
+  std::size_t peak_allocated = 0;  // maximum of `allocated` since the last reset
+  std::size_t reserved = 0;        // obtained from the driver (allocated + cached)
+  std::size_t num_device_allocs = 0;  // cudaMalloc calls so far
+  std::size_t num_device_frees = 0;   // cudaFree calls so far
+};
+MemoryStats memory_stats(int index = 0);
+void reset_peak_memory_stats(int index = 0);
+/// Returns all cached, unused blocks to the driver.
+void empty_cache();
+/// When true every allocation goes straight to cudaMalloc/cudaFree (for compute-sanitizer runs);
+/// also set by the environment variable MINIDL_CUDA_NO_CACHE=1.
+void set_allocator_caching(bool enabled);
+
+/// TF32 for cuDNN convolutions and cuBLAS matmuls (PyTorch's default: on for convolutions, off for matmul).
+void set_allow_tf32(bool conv, bool matmul);
+bool allow_tf32_conv();
+bool allow_tf32_matmul();
+
+}  // namespace cuda
+
+/// Only deterministic algorithms (cuDNN, atomics-free reductions): same seed, bitwise-identical results.
+void set_deterministic(bool enabled);
+bool deterministic();
+
+}  // namespace minidl

@@ -1,0 +1,55 @@
+#pragma once
+// MNIST-format datasets (MNIST, Fashion-MNIST, any IDX image/label pair of unsigned bytes), held in memory
+// already normalised, so a batch is a plain gather.
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "minidl/data/dataset.h"
+
+namespace minidl::data {
+
+/// Per-dataset pixel statistics: a pixel byte p becomes ((p / 255) - mean) / std.
+struct Normalization {
+  double mean = 0.0;
+  double std = 1.0;
+  /// The training-set statistics of MNIST (0.1307, 0.3081) and Fashion-MNIST (0.2860, 0.3530).
+  static Normalization mnist();
+  static Normalization fashion_mnist();
+  /// By name, for command-line flags: "mnist", "fashion-mnist" (or "fashion_mnist", "fashion"), or "none"
+  /// (mean 0, std 1: pixels scaled to [0, 1] only). Throws ValueError listing the accepted names.
+  static Normalization from_name(const std::string& name);
+};
+
+class MnistDataset : public Dataset {
+ public:
+  /// Reads the training (train-*) or test (t10k-*) split from `dir`: `<split>-images-idx3-ubyte` and
+  /// `<split>-labels-idx1-ubyte`, each raw or with a `.gz` suffix (the raw file wins when both exist).
+  /// Throws IOError listing every path looked for when a file is missing, FormatError when a file is
+  /// malformed or the two counts differ, ValueError for a non-finite mean or a std that is not > 0.
+  /// The caller picks `norm`; guess_normalization() is a fallback for tools that only have a path.
+  static MnistDataset load(const std::string& dir, bool train, Normalization norm);
+  /// Fashion-MNIST's statistics when `dir` contains "fashion" (any case), else MNIST's. A heuristic for
+  /// tools given only a path: prefer an explicit choice (e.g. Normalization::from_name on a flag).
+  static Normalization guess_normalization(const std::string& dir);
+
+  /// Keeps only the first min(n, size()) samples (e.g. for a quick run on part of the data); n >= 1.
+  MnistDataset& limit(std::int64_t n);
+
+  std::int64_t size() const override;
+  Batch get_batch(const std::vector<std::int64_t>& indices) const override;
+  Shape sample_shape() const override;
+
+  /// float32 (N, 1, rows, cols), normalised.
+  const Tensor& images() const { return images_; }
+  /// int64 (N), each in [0, 10).
+  const Tensor& labels() const { return labels_; }
+  const Normalization& normalization() const { return norm_; }
+
+ private:
+  MnistDataset(Tensor images, Tensor labels, Normalization norm);
+  Tensor images_, labels_;
+  Normalization norm_;
+};
+
+}  // namespace minidl::data

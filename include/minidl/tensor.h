@@ -1,0 +1,158 @@
+#pragma once
+// Tensor: a reference-counted handle to a contiguous, row-major block of memory on one device, with the
+// autograd metadata that lets it take part in a backward pass. Copies of a Tensor share the same data.
+#include <cstdint>
+#include <initializer_list>
+#include <memory>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "minidl/device.h"
+#include "minidl/dtype.h"
+#include "minidl/errors.h"
+
+namespace minidl {
+
+using Shape = std::vector<std::int64_t>;
+std::string shape_str(const Shape& s);
+/// Product of the sizes; throws ValueError on negative sizes or 64-bit overflow.
+std::int64_t shape_numel(const Shape& s);
+
+class Storage;
+class TensorImpl;
+namespace autograd { class Node; }
+
+class Tensor {
+ public:
+  Tensor() = default;
+  explicit Tensor(std::shared_ptr<TensorImpl> impl) : impl_(std::move(impl)) {}
+
+  bool defined() const { return impl_ != nullptr; }
+  const Shape& sizes() const;
+  const Shape& shape() const { return sizes(); }
+  std::int64_t size(std::int64_t dim) const;
+  std::int64_t dim() const;
+  std::int64_t numel() const;
+  DType dtype() const;
+  DType scalar_type() const { return dtype(); }
+  Device device() const;
+  bool is_cuda() const { return device().is_cuda(); }
+  std::size_t nbytes() const;
+
+  // Raw data of this tensor (already offset for views). The pointer is a device pointer for CUDA tensors.
+  void* data_ptr() const;
+  template <class T> T* data_ptr() const;
+
+  // Conversions and host access. to_vector/item synchronise with the device.
+  Tensor to(Device device) const;
+  Tensor to(DType dtype) const;
+  Tensor to(Device device, DType dtype) const { return to(device).to(dtype); }
+  Tensor cpu() const { return to(Device(kCPU)); }
+  Tensor cuda(int index = 0) const { return to(Device(kCUDA, index)); }
+  Tensor clone() const;
+  template <class T> std::vector<T> to_vector() const;
+  template <class T> T item() const;
+
+  // Shape views (share storage; differentiable).
+  Tensor reshape(const Shape& shape) const;
+  Tensor view(const Shape& shape) const { return reshape(shape); }
+  Tensor flatten(std::int64_t start_dim = 0, std::int64_t end_dim = -1) const;
+  Tensor unsqueeze(std::int64_t dim) const;
+  Tensor squeeze(std::int64_t dim) const;
+  /// Swaps two dimensions (materialises a contiguous copy).
+  Tensor transpose(std::int64_t dim0, std::int64_t dim1) const;
+  Tensor t() const { return transpose(0, 1); }
+
+  // Reductions (differentiable except argmax).
+  Tensor sum() const;
+  Tensor sum(const std::vector<std::int64_t>& dims, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(const std::vector<std::int64_t>& dims, bool keepdim = false) const;
+  Tensor max() const;
+  Tensor max(std::int64_t dim, bool keepdim = false) const;
+  Tensor argmax(std::int64_t dim, bool keepdim = false) const;
+
+  // Elementwise math as methods (the free functions in ops.h are the same ops).
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor sqrt() const;
+  Tensor pow(double exponent) const;
+  Tensor relu() const;
+  Tensor sigmoid() const;
+  Tensor tanh() const;
+  Tensor matmul(const Tensor& other) const;
+
+  // In-place ops. They bump the version counter, so a saved tensor changed before backward is detected.
+  Tensor& zero_();
+  Tensor& fill_(double value);
+  Tensor& copy_(const Tensor& src);
+  Tensor& add_(const Tensor& other, double alpha = 1.0);
+  Tensor& mul_(double value);
+
+  // Autograd.
+  bool requires_grad() const;
+  /// Marks a leaf tensor as needing a gradient. Only floating tensors can require grad.
+  Tensor& requires_grad_(bool requires_grad = true);
+  Tensor& set_requires_grad(bool r) { return requires_grad_(r); }
+  /// The accumulated gradient (undefined until a backward pass reaches this tensor).
+  Tensor grad() const;
+  /// Direct access to the gradient slot (to replace or reset it).
+  Tensor& mutable_grad() const;
+  /// Runs reverse-mode differentiation from this tensor. Without `gradient` the tensor must hold one element.
+  void backward(const Tensor& gradient = Tensor(), bool retain_graph = false) const;
+  Tensor detach() const;
+  bool is_leaf() const;
+  std::shared_ptr<autograd::Node> grad_fn() const;
+  /// Counter bumped by every in-place modification of the underlying storage.
+  std::uint64_t version() const;
+
+  TensorImpl* unsafe_impl() const { return impl_.get(); }
+  const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }
+  /// True when both handles refer to the same tensor object.
+  bool is_same(const Tensor& o) const { return impl_ == o.impl_; }
+
+ private:
+  std::shared_ptr<TensorImpl> impl_;
+};
+
+std::ostream& operator<<(std::ostream& os, const Tensor& t);
+
+// ---- factories ---------------------------------------------------------------
+struct TensorOptions {
+  DType dtype_ = kFloat32;
+  Device device_ = Device(kCPU);
+  bool requires_grad_ = false;
+  TensorOptions() = default;
+  TensorOptions(DType d) : dtype_(d) {}
+  TensorOptions(Device d) : device_(d) {}
+  TensorOptions(DeviceType d) : device_(d) {}
+  TensorOptions& dtype(DType d) { dtype_ = d; return *this; }
+  TensorOptions& device(Device d) { device_ = d; return *this; }
+  TensorOptions& requires_grad(bool r = true) { requires_grad_ = r; return *this; }
+};
+
+/// Uninitialised memory (never read it before writing).
+Tensor empty(const Shape& shape, TensorOptions options = {});
+Tensor zeros(const Shape& shape, TensorOptions options = {});
+Tensor ones(const Shape& shape, TensorOptions options = {});
+Tensor full(const Shape& shape, double value, TensorOptions options = {});
+Tensor zeros_like(const Tensor& t);
+Tensor ones_like(const Tensor& t);
+Tensor empty_like(const Tensor& t);
+/// 0, 1, ..., end-1 (or start..end by step).
+Tensor arange(double end, TensorOptions options = {});
+Tensor arange(double start, double end, double step, TensorOptions options = {});
+/// Uniform [0, 1) and standard normal, from the device's generator (cuRAND Philox on CUDA).
+Tensor rand(const Shape& shape, TensorOptions options = {});
+Tensor randn(const Shape& shape, TensorOptions options = {});
+/// Uniform [low, high).
+Tensor uniform(const Shape& shape, double low, double high, TensorOptions options = {});
+/// Copies host values into a new tensor of the given shape (dtype follows T unless options say otherwise).
+template <class T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptions options = TensorOptions(dtype_of<T>::value));
+Tensor tensor(std::initializer_list<double> values, TensorOptions options = {});
+/// Seeds the CPU generator and every CUDA generator; runs become reproducible on each device.
+void manual_seed(std::uint64_t seed);
+
+}  // namespace minidl

@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# Installs dependencies, then builds and tests minidl: the CUDA-enabled configuration (when a CUDA toolkit and
+# cuDNN are installed; GPU tests skip with a reason where no GPU is present) and the CPU-only configuration.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+bash scripts/install-deps.sh
+jobs=$(nproc)
+configs=("build/cpu-only:-DMINIDL_WITH_CUDA=OFF")
+if command -v nvcc >/dev/null 2>&1 || [ -x /usr/local/cuda/bin/nvcc ]; then
+  export PATH="/usr/local/cuda/bin:$PATH"
+  configs=("build/cuda:-DMINIDL_WITH_CUDA=ON" "${configs[@]}")
+fi
+for entry in "${configs[@]}"; do
+  dir=${entry%%:*}
+  flags=${entry#*:}
+  echo "=== configuration $dir ($flags)"
+  cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release $flags
+  cmake --build "$dir" -j "$jobs"
+  ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+done

@@ -1,0 +1,89 @@
+// Tensor factories.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "core/tensor_impl.h"
+#include "kernels/backend.h"
+#if MINIDL_CUDA_ENABLED
+#include "cuda/context.h"
+#endif
+
+namespace minidl {
+namespace {
+Tensor finish(Tensor t, const TensorOptions& o) {
+  if (o.requires_grad_) t.requires_grad_(true);
+  return t;
+}
+}  // namespace
+
+Tensor empty(const Shape& shape, TensorOptions o) {
+  const std::int64_t n = shape_numel(shape);
+  MINIDL_CHECK(static_cast<std::uint64_t>(n) <= std::numeric_limits<std::uint64_t>::max() / 8, ValueError, "empty: shape ",
+               shape_str(shape), " is too large");
+  auto storage = std::make_shared<Storage>(static_cast<std::size_t>(n) * dtype_size(o.dtype_), o.device_);
+  return finish(Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, shape, o.dtype_)), o);
+}
+
+Tensor full(const Shape& shape, double value, TensorOptions o) {
+  const bool rg = o.requires_grad_;
+  Tensor t = empty(shape, o.requires_grad(false));
+  MINIDL_ON_BACKEND(t.device(), fill(t, value));
+  return finish(t, o.requires_grad(rg));
+}
+
+Tensor zeros(const Shape& shape, TensorOptions o) { return full(shape, 0.0, o); }
+Tensor ones(const Shape& shape, TensorOptions o) { return full(shape, 1.0, o); }
+Tensor zeros_like(const Tensor& t) { return zeros(t.sizes(), TensorOptions(t.dtype()).device(t.device())); }
+Tensor ones_like(const Tensor& t) { return ones(t.sizes(), TensorOptions(t.dtype()).device(t.device())); }
+Tensor empty_like(const Tensor& t) { return empty(t.sizes(), TensorOptions(t.dtype()).device(t.device())); }
+
+Tensor arange(double end, TensorOptions o) { return arange(0.0, end, 1.0, o); }
+
+Tensor arange(double start, double end, double step, TensorOptions o) {
+  MINIDL_CHECK(step != 0.0, ValueError, "arange: step must be nonzero");
+  MINIDL_CHECK((end - start) / step >= 0, ValueError, "arange: the range from ", start, " to ", end,
+               " is empty or runs against the step ", step);
+  const auto n = static_cast<std::int64_t>(std::ceil((end - start) / step));
+  const bool rg = o.requires_grad_;
+  Tensor t = empty({n}, o.requires_grad(false));
+  MINIDL_ON_BACKEND(t.device(), arange(t, start, step));
+  return finish(t, o.requires_grad(rg));
+}
+
+Tensor uniform(const Shape& shape, double low, double high, TensorOptions o) {
+  MINIDL_CHECK(low <= high, ValueError, "uniform: expected low <= high, found low=", low, " high=", high);
+  const bool rg = o.requires_grad_;
+  Tensor t = empty(shape, o.requires_grad(false));
+  MINIDL_ON_BACKEND(t.device(), uniform(t, low, high));
+  return finish(t, o.requires_grad(rg));
+}
+
+Tensor rand(const Shape& shape, TensorOptions o) { return uniform(shape, 0.0, 1.0, o); }
+
+Tensor randn(const Shape& shape, TensorOptions o) {
+  const bool rg = o.requires_grad_;
+  Tensor t = empty(shape, o.requires_grad(false));
+  MINIDL_ON_BACKEND(t.device(), normal(t, 0.0, 1.0));
+  return finish(t, o.requires_grad(rg));
+}
+
+template <class T>
+Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptions o) {
+  MINIDL_CHECK(shape_numel(shape) == static_cast<std::int64_t>(values.size()), ValueError, "from_vector: ",
+               values.size(), " values do not fill shape ", shape_str(shape), " (", shape_numel(shape), " elements)");
+  const bool rg = o.requires_grad_;
+  Tensor host = empty(shape, TensorOptions(dtype_of<T>::value));
+  if (!values.empty()) std::memcpy(host.data_ptr(), values.data(), values.size() * sizeof(T));
+  Tensor t = host.to(o.device_).to(o.dtype_);
+  return finish(t, o.requires_grad(rg));
+}
+template Tensor from_vector<float>(const std::vector<float>&, const Shape&, TensorOptions);
+template Tensor from_vector<double>(const std::vector<double>&, const Shape&, TensorOptions);
+template Tensor from_vector<std::int64_t>(const std::vector<std::int64_t>&, const Shape&, TensorOptions);
+
+Tensor tensor(std::initializer_list<double> values, TensorOptions o) {
+  return from_vector(std::vector<double>(values), {static_cast<std::int64_t>(values.size())}, o);
+}
+
+}  // namespace minidl

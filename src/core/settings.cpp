@@ -1,0 +1,25 @@
+// Global numeric settings shared by both backends.
+#include <atomic>
+
+#include "minidl/cuda.h"
+
+namespace minidl {
+namespace {
+std::atomic<bool> g_tf32_conv{true};     // PyTorch's defaults: cuDNN may use TF32, cuBLAS matmuls may not
+std::atomic<bool> g_tf32_matmul{false};
+std::atomic<bool> g_deterministic{false};
+}  // namespace
+
+namespace cuda {
+void set_allow_tf32(bool conv, bool matmul) {
+  g_tf32_conv = conv;
+  g_tf32_matmul = matmul;
+}
+bool allow_tf32_conv() { return g_tf32_conv; }
+bool allow_tf32_matmul() { return g_tf32_matmul; }
+}  // namespace cuda
+
+void set_deterministic(bool enabled) { g_deterministic = enabled; }
+bool deterministic() { return g_deterministic; }
+
+}  // namespace minidl

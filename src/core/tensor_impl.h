@@ -1,0 +1,53 @@
+#pragma once
+// What a Tensor handle points to: a shared Storage (the bytes), this tensor's shape, dtype and byte offset
+// into the storage (views share storage), and its autograd metadata.
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "minidl/autograd.h"
+#include "minidl/tensor.h"
+
+namespace minidl {
+
+/// A block of device or host memory. Freed through the allocator of its device when the last owner goes.
+class Storage {
+ public:
+  Storage(std::size_t nbytes, Device device);
+  ~Storage();
+  Storage(const Storage&) = delete;
+  Storage& operator=(const Storage&) = delete;
+
+  void* data() const { return data_; }
+  std::size_t nbytes() const { return nbytes_; }
+  Device device() const { return device_; }
+  /// Bumped by every in-place write through any tensor that views this storage.
+  std::atomic<std::uint64_t> version{0};
+
+ private:
+  void* data_ = nullptr;
+  std::size_t nbytes_;
+  Device device_;
+};
+
+class TensorImpl {
+ public:
+  TensorImpl(std::shared_ptr<Storage> storage, std::size_t byte_offset, Shape shape, DType dtype);
+
+  std::shared_ptr<Storage> storage;
+  std::size_t byte_offset;
+  Shape shape;
+  DType dtype;
+  std::int64_t numel;
+
+  // autograd
+  bool requires_grad = false;                        // set on leaves by requires_grad_()
+  Tensor grad;                                       // accumulated gradient
+  std::shared_ptr<autograd::Node> grad_fn;           // node that produced this tensor (non-leaves)
+  std::weak_ptr<autograd::Node> grad_accumulator;    // AccumulateGrad node of a leaf, created on demand
+
+  void* data() const { return static_cast<char*>(storage->data()) + byte_offset; }
+};
+
+}  // namespace minidl

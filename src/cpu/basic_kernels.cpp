@@ -1,0 +1,242 @@
+// CPU implementations of the primitive kernels (see kernels/backend.h): Eigen expressions evaluated on the
+// library's thread pool. Plain loops appear only where Eigen has no operation for the indexing (broadcast
+// with arbitrary strides, argmax along a middle dimension).
+#include <cmath>
+#include <limits>
+
+#include "core/generator.h"
+#include "cpu/parallel.h"
+#include "kernels/backend.h"
+#include "kernels/dispatch_types.h"
+
+namespace minidl {
+namespace cpu {
+namespace {
+
+template <class T>
+using Vec = Eigen::TensorMap<Eigen::Tensor<T, 1, Eigen::RowMajor, Eigen::Index>, Eigen::Aligned>;
+template <class T>
+using CVec = Eigen::TensorMap<Eigen::Tensor<const T, 1, Eigen::RowMajor, Eigen::Index>>;
+template <class T>
+using Mat = Eigen::TensorMap<Eigen::Tensor<T, 2, Eigen::RowMajor, Eigen::Index>>;
+template <class T>
+using CMat = Eigen::TensorMap<Eigen::Tensor<const T, 2, Eigen::RowMajor, Eigen::Index>>;
+
+template <class T>
+Vec<T> vec(Tensor& t) { return Vec<T>(t.data_ptr<T>(), t.numel()); }
+template <class T>
+CVec<T> cvec(const Tensor& t) { return CVec<T>(t.data_ptr<T>(), t.numel()); }
+
+
+}  // namespace
+
+void fill(Tensor& out, double value) {
+  kernels::dispatch_all(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    vec<T>(out).device(device()) = vec<T>(out).constant(static_cast<T>(value));
+  });
+}
+
+void copy(const Tensor& src, Tensor& dst) {
+  kernels::dispatch_all(src.dtype(), [&](auto stag) {
+    using S = typename decltype(stag)::type;
+    kernels::dispatch_all(dst.dtype(), [&](auto dtag) {
+      using D = typename decltype(dtag)::type;
+      vec<D>(dst).device(device()) = cvec<S>(src).template cast<D>();
+    });
+  });
+}
+
+void arange(Tensor& out, double start, double step) {
+  kernels::dispatch_all(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = out.data_ptr<T>();
+    for (std::int64_t i = 0; i < out.numel(); ++i) p[i] = static_cast<T>(start + step * static_cast<double>(i));
+  });
+}
+
+void uniform(Tensor& out, double low, double high) {
+  auto& gen = cpu_generator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  kernels::dispatch_floating(out.dtype(), "uniform", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = out.data_ptr<T>();
+    for (std::int64_t i = 0; i < out.numel(); ++i) p[i] = static_cast<T>(low + (high - low) * gen.next_double());
+  });
+}
+
+void normal(Tensor& out, double mean, double stddev) {
+  auto& gen = cpu_generator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  kernels::dispatch_floating(out.dtype(), "normal", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    T* p = out.data_ptr<T>();
+    const std::int64_t n = out.numel();
+    // Box-Muller: two uniforms give two independent normals.
+    for (std::int64_t i = 0; i < n; i += 2) {
+      const double u1 = 1.0 - gen.next_double();  // (0, 1]: log is finite
+      const double u2 = gen.next_double();
+      const double r = std::sqrt(-2.0 * std::log(u1));
+      p[i] = static_cast<T>(mean + stddev * r * std::cos(2.0 * M_PI * u2));
+      if (i + 1 < n) p[i + 1] = static_cast<T>(mean + stddev * r * std::sin(2.0 * M_PI * u2));
+    }
+  });
+}
+
+void unary(kernels::UnaryOp op, double alpha, const Tensor& x, Tensor& out) {
+  kernels::dispatch_floating(x.dtype(), "unary op", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    kernels::visit_unary<T>(op, static_cast<T>(alpha), [&](auto f) {
+      vec<T>(out).device(device()) = cvec<T>(x).unaryExpr(f);
+    });
+  });
+}
+
+void binary(kernels::BinaryOp op, double alpha, const Tensor& a, const Tensor& b, Tensor& out) {
+  kernels::dispatch_floating(out.dtype(), "binary op", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    kernels::visit_binary<T>(op, static_cast<T>(alpha), [&](auto f) {
+      if (a.sizes() == out.sizes() && b.sizes() == out.sizes()) {
+        vec<T>(out).device(device()) = cvec<T>(a).binaryExpr(cvec<T>(b), f);
+        return;
+      }
+      // Broadcasting with arbitrary rank: Eigen's broadcast needs the rank at compile time, so index by hand.
+      const kernels::BroadcastIndex bi = kernels::broadcast_index(a.sizes(), b.sizes(), out.sizes());
+      const T* pa = a.data_ptr<T>();
+      const T* pb = b.data_ptr<T>();
+      T* po = out.data_ptr<T>();
+      parallel_for(out.numel(), 20, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) {
+          std::int64_t oa, ob;
+          bi.offsets(i, oa, ob);
+          po[i] = f(pa[oa], pb[ob]);
+        }
+      });
+    });
+  });
+}
+
+void reduce(kernels::ReduceOp op, const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner,
+            Tensor& out, Tensor* indices) {
+  kernels::dispatch_floating(x.dtype(), "reduce", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data_ptr<T>();
+    T* po = out.data_ptr<T>();
+    if (op == kernels::ReduceOp::Sum) {
+      Eigen::TensorMap<Eigen::Tensor<const T, 3, Eigen::RowMajor, Eigen::Index>> in(px, outer, n, inner);
+      Mat<T> res(po, outer, inner);
+      res.device(device()) = in.sum(Eigen::array<Eigen::Index, 1>{1});
+      return;
+    }
+    std::int64_t* pi = indices ? indices->data_ptr<std::int64_t>() : nullptr;
+    // Max with the index of the first maximum (NaN wins, as in PyTorch); Eigen has no argmax along one axis of a 3-D view.
+    parallel_for(outer * inner, static_cast<double>(n), [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t j = begin; j < end; ++j) {
+        const std::int64_t o = j / inner, i = j % inner;
+        const T* base = px + o * n * inner + i;
+        T best = base[0];
+        std::int64_t arg = 0;
+        for (std::int64_t r = 1; r < n && !std::isnan(best); ++r) {
+          const T v = base[r * inner];
+          if (v > best || std::isnan(v)) {
+            best = v;
+            arg = r;
+          }
+        }
+        po[j] = best;
+        if (pi) pi[j] = arg;
+      }
+    });
+  });
+}
+
+void scatter_reduced(const Tensor& grad, const Tensor& indices, std::int64_t outer, std::int64_t n,
+                     std::int64_t inner, Tensor& dx) {
+  fill(dx, 0.0);
+  kernels::dispatch_floating(grad.dtype(), "scatter_reduced", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* pg = grad.data_ptr<T>();
+    const std::int64_t* pi = indices.data_ptr<std::int64_t>();
+    T* pd = dx.data_ptr<T>();
+    for (std::int64_t j = 0; j < outer * inner; ++j) {
+      const std::int64_t o = j / inner, i = j % inner;
+      pd[(o * n + pi[j]) * inner + i] = pg[j];
+    }
+  });
+}
+
+void matmul(const Tensor& a, const Tensor& b, Tensor& out, std::int64_t batch, std::int64_t m, std::int64_t n,
+            std::int64_t k, bool trans_a, bool trans_b) {
+  kernels::dispatch_floating(out.dtype(), "matmul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    // Eigen's tensor contraction runs its blocked GEMM on the thread pool (Matrix products would need OpenMP).
+    using Pair = Eigen::IndexPair<Eigen::Index>;
+    const Eigen::array<Pair, 1> dims{Pair(trans_a ? 0 : 1, trans_b ? 1 : 0)};
+    for (std::int64_t i = 0; i < batch; ++i) {
+      CMat<T> A(a.data_ptr<T>() + i * m * k, trans_a ? k : m, trans_a ? m : k);
+      CMat<T> B(b.data_ptr<T>() + i * k * n, trans_b ? n : k, trans_b ? k : n);
+      Mat<T> C(out.data_ptr<T>() + i * m * n, m, n);
+      C.device(device()) = A.contract(B, dims);
+    }
+  });
+}
+
+void transpose(const Tensor& x, Tensor& out, std::int64_t A, std::int64_t d0, std::int64_t B, std::int64_t d1,
+               std::int64_t C) {
+  kernels::dispatch_all(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    Eigen::TensorMap<Eigen::Tensor<const T, 5, Eigen::RowMajor, Eigen::Index>> in(x.data_ptr<T>(), A, d0, B, d1, C);
+    Eigen::TensorMap<Eigen::Tensor<T, 5, Eigen::RowMajor, Eigen::Index>> res(out.data_ptr<T>(), A, d1, B, d0, C);
+    res.device(device()) = in.shuffle(Eigen::array<int, 5>{0, 3, 2, 1, 4});
+  });
+}
+
+void softmax_forward(const Tensor& x, Tensor& y, std::int64_t outer, std::int64_t n, std::int64_t inner, bool log) {
+  kernels::dispatch_floating(x.dtype(), "softmax", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* px = x.data_ptr<T>();
+    T* py = y.data_ptr<T>();
+    parallel_for(outer * inner, 10.0 * static_cast<double>(n), [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t j = begin; j < end; ++j) {
+        const std::int64_t o = j / inner, i = j % inner;
+        const T* xs = px + o * n * inner + i;
+        T* ys = py + o * n * inner + i;
+        // Subtract the maximum first: exp never overflows, so logits of +-1000 stay finite.
+        T mx = xs[0];
+        for (std::int64_t r = 1; r < n; ++r) mx = xs[r * inner] > mx ? xs[r * inner] : mx;
+        T sum = 0;
+        for (std::int64_t r = 0; r < n; ++r) sum += kernels::m_exp(xs[r * inner] - mx);
+        const T lse = kernels::m_log(sum);
+        for (std::int64_t r = 0; r < n; ++r) {
+          const T z = xs[r * inner] - mx;
+          ys[r * inner] = log ? z - lse : kernels::m_exp(z) / sum;
+        }
+      }
+    });
+  });
+}
+
+void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx, std::int64_t outer, std::int64_t n,
+                      std::int64_t inner, bool log) {
+  kernels::dispatch_floating(y.dtype(), "softmax_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* py = y.data_ptr<T>();
+    const T* pdy = dy.data_ptr<T>();
+    T* pdx = dx.data_ptr<T>();
+    parallel_for(outer * inner, 6.0 * static_cast<double>(n), [&](std::int64_t begin, std::int64_t end) {
+      for (std::int64_t j = begin; j < end; ++j) {
+        const std::int64_t base = (j / inner) * n * inner + j % inner;
+        T s = 0;
+        // softmax: dx = y * (dy - sum(dy * y)); log_softmax: dx = dy - exp(y) * sum(dy)
+        for (std::int64_t r = 0; r < n; ++r) s += log ? pdy[base + r * inner] : pdy[base + r * inner] * py[base + r * inner];
+        for (std::int64_t r = 0; r < n; ++r) {
+          const std::int64_t q = base + r * inner;
+          pdx[q] = log ? pdy[q] - kernels::m_exp(py[q]) * s : py[q] * (pdy[q] - s);
+        }
+      }
+    });
+  });
+}
+
+}  // namespace cpu
+}  // namespace minidl

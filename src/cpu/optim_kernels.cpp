@@ -1,0 +1,39 @@
+// CPU optimizer steps. Each parameter is updated in one pass over its elements, split over the library's
+// thread pool, by the same per-element functor the CUDA kernels use: an update reads and writes up to five
+// arrays per element, which Eigen's single-output expressions could only express as several passes with the
+// formula written a second time.
+#include "cpu/optim_kernels.h"
+
+#include "cpu/parallel.h"
+
+namespace minidl {
+namespace cpu {
+
+void optim_step(const kernels::OptimHyper& hyper, const std::vector<kernels::OptimSlot>& slots, Tensor& scalars) {
+  double* s = scalars.data_ptr<double>();
+  for (const kernels::OptimSlot& slot : slots) {
+    double& step = s[1 + slot.index];
+    step += 1.0;
+    kernels::dispatch_floating(slot.param.dtype(), "optimizer step", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      kernels::visit_optimizer<T>(hyper.kind, [&](auto ftag) {
+        using F = typename decltype(ftag)::type;
+        const F update(hyper, s[0], step);
+        T* p = slot.param.data_ptr<T>();
+        const T* g = slot.grad.data_ptr<T>();
+        T* state[kernels::kMaxOptimStates];
+        for (int k = 0; k < kernels::kMaxOptimStates; ++k) {
+          state[k] = slot.state[k].defined() ? slot.state[k].data_ptr<T>() : nullptr;
+        }
+        parallel_for(slot.param.numel(), F::kCost, [&](std::int64_t begin, std::int64_t end) {
+          for (std::int64_t i = begin; i < end; ++i) update(i, p, g, state);
+        });
+      });
+    });
+  }
+}
+
+void optim_set_lr(Tensor& scalars, const double* lr) { scalars.data_ptr<double>()[0] = *lr; }
+
+}  // namespace cpu
+}  // namespace minidl

@@ -1,0 +1,142 @@
+// Pooling, one NCHW plane per parallel_for item. Plain loops: Eigen has no windowed max with an argmax (let
+// alone PyTorch's tie and NaN rules), and a window sum over a padded plane is an index walk, not an algebraic
+// expression Eigen could vectorise.
+#include "cpu/parallel.h"  // first: it defines EIGEN_USE_THREADS, which must precede every Eigen header
+
+#include "cpu/pool2d.h"
+
+#include <algorithm>
+#include <atomic>
+#include <cmath>
+#include <limits>
+
+namespace minidl {
+namespace cpu {
+namespace {
+
+using kernels::Pool2dParams;
+using Index = std::int64_t;
+
+void check_finalized(const Pool2dParams& p, const char* op) {
+  // finalize() validates the fields; P == 0 means it was never called.
+  MINIDL_CHECK(p.P > 0 && p.Q > 0, ValueError, op, ": Pool2dParams were not finalized (output size ", p.P, "x", p.Q,
+               ")");
+}
+
+/// The part of output (oh, ow)'s window that lies inside the plane: rows [h0, h1), columns [w0, w1).
+/// finalize() bounds padding by half the kernel, so it is never empty.
+struct Window {
+  Index h0, h1, w0, w1;
+};
+Window window(const Pool2dParams& p, Index oh, Index ow) {
+  const Index hs = oh * p.sh - p.ph, ws = ow * p.sw - p.pw;
+  return {std::max<Index>(hs, 0), std::min(hs + p.kh, p.H), std::max<Index>(ws, 0), std::min(ws + p.kw, p.W)};
+}
+
+/// Calls fn(plane, oh, ow, window) for every output element, spread over planes.
+template <class F>
+void for_each_output(const Pool2dParams& p, F&& fn) {
+  const double cost = static_cast<double>(p.P * p.Q * p.kh * p.kw);
+  parallel_for(p.N * p.C, cost, [&](Index begin, Index end) {
+    for (Index plane = begin; plane < end; ++plane)
+      for (Index oh = 0; oh < p.P; ++oh)
+        for (Index ow = 0; ow < p.Q; ++ow) fn(plane, oh, ow, window(p, oh, ow));
+  });
+}
+
+}  // namespace
+
+template <class T>
+void max_pool2d_forward(const Pool2dParams& p, const T* x, T* y, std::int64_t* indices) {
+  check_finalized(p, "max_pool2d_forward");
+  for_each_output(p, [&](Index plane, Index oh, Index ow, const Window& b) {
+    const T* xp = x + plane * p.H * p.W;
+    T best = -std::numeric_limits<T>::infinity();
+    Index arg = b.h0 * p.W + b.w0;
+    for (Index h = b.h0; h < b.h1; ++h) {
+      for (Index w = b.w0; w < b.w1; ++w) {
+        const T v = xp[h * p.W + w];
+        if (v > best || std::isnan(v)) {
+          best = v;
+          arg = h * p.W + w;
+        }
+      }
+    }
+    const Index o = (plane * p.P + oh) * p.Q + ow;
+    y[o] = best;
+    indices[o] = arg;
+  });
+}
+
+template <class T>
+void max_pool2d_backward(const Pool2dParams& p, const T* dy, const std::int64_t* indices, T* dx) {
+  check_finalized(p, "max_pool2d_backward");
+  const Index HW = p.H * p.W, PQ = p.P * p.Q;
+  // An exception cannot leave a pool thread, so bad indices are skipped, flagged and reported afterwards.
+  std::atomic<bool> bad_index{false};
+  parallel_for(p.N * p.C, static_cast<double>(HW + PQ), [&](Index begin, Index end) {
+    for (Index plane = begin; plane < end; ++plane) {
+      T* dxp = dx + plane * HW;
+      std::fill(dxp, dxp + HW, T(0));
+      for (Index o = plane * PQ; o < (plane + 1) * PQ; ++o) {
+        const Index i = indices[o];
+        if (i < 0 || i >= HW) {
+          bad_index.store(true, std::memory_order_relaxed);
+          continue;
+        }
+        dxp[i] += dy[o];
+      }
+    }
+  });
+  MINIDL_CHECK(!bad_index.load(), IndexError, "max_pool2d_backward: indices must lie in [0, H*W = ", HW,
+               "), found a value outside (indices not produced by max_pool2d_forward with these parameters?)");
+}
+
+template <class T>
+void avg_pool2d_forward(const Pool2dParams& p, const T* x, T* y) {
+  check_finalized(p, "avg_pool2d_forward");
+  // count_include_pad: with floor-mode output sizes every window lies inside the padded plane, so the divisor
+  // is always the full window.
+  const T inv_area = T(1) / static_cast<T>(p.kh * p.kw);
+  for_each_output(p, [&](Index plane, Index oh, Index ow, const Window& b) {
+    const T* xp = x + plane * p.H * p.W;
+    T sum = 0;
+    for (Index h = b.h0; h < b.h1; ++h)
+      for (Index w = b.w0; w < b.w1; ++w) sum += xp[h * p.W + w];
+    y[(plane * p.P + oh) * p.Q + ow] = sum * inv_area;
+  });
+}
+
+template <class T>
+void avg_pool2d_backward(const Pool2dParams& p, const T* dy, T* dx) {
+  check_finalized(p, "avg_pool2d_backward");
+  const Index HW = p.H * p.W;
+  const T inv_area = T(1) / static_cast<T>(p.kh * p.kw);
+  const double cost = static_cast<double>(HW + p.P * p.Q * p.kh * p.kw);
+  parallel_for(p.N * p.C, cost, [&](Index begin, Index end) {
+    for (Index plane = begin; plane < end; ++plane) {
+      T* dxp = dx + plane * HW;
+      std::fill(dxp, dxp + HW, T(0));
+      for (Index oh = 0; oh < p.P; ++oh) {
+        for (Index ow = 0; ow < p.Q; ++ow) {
+          const Window b = window(p, oh, ow);
+          const T g = dy[(plane * p.P + oh) * p.Q + ow] * inv_area;
+          for (Index h = b.h0; h < b.h1; ++h)
+            for (Index w = b.w0; w < b.w1; ++w) dxp[h * p.W + w] += g;
+        }
+      }
+    }
+  });
+}
+
+#define MINIDL_INSTANTIATE_POOL2D(T)                                                                 \
+  template void max_pool2d_forward<T>(const Pool2dParams&, const T*, T*, std::int64_t*);             \
+  template void max_pool2d_backward<T>(const Pool2dParams&, const T*, const std::int64_t*, T*);      \
+  template void avg_pool2d_forward<T>(const Pool2dParams&, const T*, T*);                            \
+  template void avg_pool2d_backward<T>(const Pool2dParams&, const T*, T*);
+MINIDL_INSTANTIATE_POOL2D(float)
+MINIDL_INSTANTIATE_POOL2D(double)
+#undef MINIDL_INSTANTIATE_POOL2D
+
+}  // namespace cpu
+}  // namespace minidl

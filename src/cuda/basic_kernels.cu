@@ -1,0 +1,409 @@
+// CUDA implementations of the primitive kernels (see kernels/backend.h). Elementwise math comes from the
+// functors in kernels/elementwise.h, shared with the CPU backend; everything runs on gpu::stream().
+#include <curand_kernel.h>
+
+#include "core/generator.h"
+#include "cuda/context.h"
+#include "kernels/backend.h"
+#include "kernels/dispatch_types.h"
+#include "minidl/cuda.h"
+
+namespace minidl {
+namespace gpu {
+namespace {
+
+using i64 = std::int64_t;
+constexpr int kThreads = 256;
+
+#define GRID_STRIDE(i, n) for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < (n); i += (i64)blockDim.x * gridDim.x)
+
+template <class T> __global__ void fill_kernel(T* out, i64 n, T v) { GRID_STRIDE(i, n) out[i] = v; }
+
+template <class S, class D> __global__ void cast_kernel(const S* in, D* out, i64 n) {
+  GRID_STRIDE(i, n) out[i] = static_cast<D>(in[i]);
+}
+
+template <class T> __global__ void arange_kernel(T* out, i64 n, double start, double step) {
+  GRID_STRIDE(i, n) out[i] = static_cast<T>(start + step * static_cast<double>(i));
+}
+
+// Random numbers: element group g (4 floats or 2 doubles) draws from Philox subsequence g at the reserved
+// offset, so the values do not depend on the launch configuration.
+template <class T> struct PerDraw { static constexpr int value = 4; };
+template <> struct PerDraw<double> { static constexpr int value = 2; };
+
+template <class T>
+__global__ void random_kernel(T* out, i64 n, unsigned long long seed, unsigned long long offset, bool normal, double a,
+                              double b) {
+  constexpr int k = PerDraw<T>::value;
+  const i64 groups = (n + k - 1) / k;
+  GRID_STRIDE(g, groups) {
+    curandStatePhilox4_32_10_t st;
+    curand_init(seed, static_cast<unsigned long long>(g), offset, &st);
+    double v[4];
+    if constexpr (k == 4) {
+      const float4 r = normal ? curand_normal4(&st) : curand_uniform4(&st);
+      v[0] = r.x; v[1] = r.y; v[2] = r.z; v[3] = r.w;
+    } else {
+      const double2 r = normal ? curand_normal2_double(&st) : curand_uniform2_double(&st);
+      v[0] = r.x; v[1] = r.y;
+    }
+    for (int j = 0; j < k && g * k + j < n; ++j) {
+      // cuRAND's uniforms lie in (0, 1]; 1 - u maps them onto [0, 1) like the CPU generator.
+      out[g * k + j] = static_cast<T>(normal ? a + b * v[j] : a + (b - a) * (1.0 - v[j]));
+    }
+  }
+}
+
+template <class T, class F> __global__ void unary_kernel(const T* x, T* y, i64 n, F f) { GRID_STRIDE(i, n) y[i] = f(x[i]); }
+
+template <class T, class F> __global__ void binary_kernel(const T* a, const T* b, T* y, i64 n, F f) {
+  GRID_STRIDE(i, n) y[i] = f(a[i], b[i]);
+}
+
+template <class T, class F>
+__global__ void binary_broadcast_kernel(const T* a, const T* b, T* y, i64 n, kernels::BroadcastIndex bi, F f) {
+  GRID_STRIDE(i, n) {
+    i64 oa, ob;
+    bi.offsets(i, oa, ob);
+    y[i] = f(a[oa], b[ob]);
+  }
+}
+
+/// Deterministic block-wide sum (fixed tree order).
+template <class T> __device__ T block_sum(T v, T* shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) shared[threadIdx.x] += shared[threadIdx.x + s];
+    __syncthreads();
+  }
+  const T r = shared[0];
+  __syncthreads();
+  return r;
+}
+
+template <class T> __device__ T block_max(T v, T* shared) {
+  shared[threadIdx.x] = v;
+  __syncthreads();
+  for (int s = blockDim.x / 2; s > 0; s >>= 1) {
+    if (threadIdx.x < s) shared[threadIdx.x] = fmax(shared[threadIdx.x], shared[threadIdx.x + s]);
+    __syncthreads();
+  }
+  const T r = shared[0];
+  __syncthreads();
+  return r;
+}
+
+// Sum over contiguous rows (inner == 1): one block per row.
+template <class T> __global__ void sum_rows_kernel(const T* x, T* out, i64 n) {
+  extern __shared__ unsigned char smem_raw[];
+  T* shared = reinterpret_cast<T*>(smem_raw);
+  const T* row = x + blockIdx.x * n;
+  T acc = 0;
+  for (i64 r = threadIdx.x; r < n; r += blockDim.x) acc += row[r];
+  acc = block_sum(acc, shared);
+  if (threadIdx.x == 0) out[blockIdx.x] = acc;
+}
+
+// Sum over a strided middle dim: one thread per output, reading coalesced along inner.
+template <class T> __global__ void sum_strided_kernel(const T* x, T* out, i64 outer, i64 n, i64 inner) {
+  GRID_STRIDE(j, outer * inner) {
+    const T* base = x + (j / inner) * n * inner + j % inner;
+    T acc = 0;
+    for (i64 r = 0; r < n; ++r) acc += base[r * inner];
+    out[j] = acc;
+  }
+}
+
+// Max with the first maximal index (a NaN wins, as in PyTorch).
+template <class T> __global__ void max_kernel(const T* x, T* out, i64* idx, i64 outer, i64 n, i64 inner) {
+  GRID_STRIDE(j, outer * inner) {
+    const T* base = x + (j / inner) * n * inner + j % inner;
+    T best = base[0];
+    i64 arg = 0;
+    for (i64 r = 1; r < n && !isnan(best); ++r) {
+      const T v = base[r * inner];
+      if (v > best || isnan(v)) {
+        best = v;
+        arg = r;
+      }
+    }
+    out[j] = best;
+    if (idx) idx[j] = arg;
+  }
+}
+
+template <class T> __global__ void scatter_kernel(const T* g, const i64* idx, T* dx, i64 outer, i64 n, i64 inner) {
+  GRID_STRIDE(j, outer * inner) dx[((j / inner) * n + idx[j]) * inner + j % inner] = g[j];
+}
+
+template <class T> __global__ void transpose_kernel(const T* x, T* y, i64 total, i64 d0, i64 B, i64 d1, i64 C) {
+  GRID_STRIDE(o, total) {
+    // o indexes y as (A, d1, B, d0, C)
+    i64 r = o;
+    const i64 c = r % C; r /= C;
+    const i64 i0 = r % d0; r /= d0;
+    const i64 b = r % B; r /= B;
+    const i64 i1 = r % d1; r /= d1;
+    const i64 a = r;
+    y[o] = x[(((a * d0 + i0) * B + b) * d1 + i1) * C + c];
+  }
+}
+
+// Softmax over contiguous rows: one block per row, max and sum by block reductions.
+template <class T> __global__ void softmax_rows_kernel(const T* x, T* y, i64 n, bool log) {
+  extern __shared__ unsigned char smem_raw[];
+  T* shared = reinterpret_cast<T*>(smem_raw);
+  const T* xr = x + blockIdx.x * n;
+  T* yr = y + blockIdx.x * n;
+  T mx = -INFINITY;
+  for (i64 r = threadIdx.x; r < n; r += blockDim.x) mx = fmax(mx, xr[r]);
+  mx = block_max(mx, shared);
+  T s = 0;
+  for (i64 r = threadIdx.x; r < n; r += blockDim.x) s += kernels::m_exp(xr[r] - mx);
+  s = block_sum(s, shared);
+  const T lse = kernels::m_log(s);
+  for (i64 r = threadIdx.x; r < n; r += blockDim.x) yr[r] = log ? xr[r] - mx - lse : kernels::m_exp(xr[r] - mx) / s;
+}
+
+template <class T> __global__ void softmax_strided_kernel(const T* x, T* y, i64 outer, i64 n, i64 inner, bool log) {
+  GRID_STRIDE(j, outer * inner) {
+    const i64 base = (j / inner) * n * inner + j % inner;
+    T mx = x[base];
+    for (i64 r = 1; r < n; ++r) mx = fmax(mx, x[base + r * inner]);
+    T s = 0;
+    for (i64 r = 0; r < n; ++r) s += kernels::m_exp(x[base + r * inner] - mx);
+    const T lse = kernels::m_log(s);
+    for (i64 r = 0; r < n; ++r) {
+      const T z = x[base + r * inner] - mx;
+      y[base + r * inner] = log ? z - lse : kernels::m_exp(z) / s;
+    }
+  }
+}
+
+template <class T>
+__global__ void softmax_backward_rows_kernel(const T* y, const T* dy, T* dx, i64 n, bool log) {
+  extern __shared__ unsigned char smem_raw[];
+  T* shared = reinterpret_cast<T*>(smem_raw);
+  const i64 off = blockIdx.x * n;
+  T s = 0;
+  for (i64 r = threadIdx.x; r < n; r += blockDim.x) s += log ? dy[off + r] : dy[off + r] * y[off + r];
+  s = block_sum(s, shared);
+  for (i64 r = threadIdx.x; r < n; r += blockDim.x) {
+    const i64 q = off + r;
+    dx[q] = log ? dy[q] - kernels::m_exp(y[q]) * s : y[q] * (dy[q] - s);
+  }
+}
+
+template <class T>
+__global__ void softmax_backward_strided_kernel(const T* y, const T* dy, T* dx, i64 outer, i64 n, i64 inner, bool log) {
+  GRID_STRIDE(j, outer * inner) {
+    const i64 base = (j / inner) * n * inner + j % inner;
+    T s = 0;
+    for (i64 r = 0; r < n; ++r) s += log ? dy[base + r * inner] : dy[base + r * inner] * y[base + r * inner];
+    for (i64 r = 0; r < n; ++r) {
+      const i64 q = base + r * inner;
+      dx[q] = log ? dy[q] - kernels::m_exp(y[q]) * s : y[q] * (dy[q] - s);
+    }
+  }
+}
+
+
+}  // namespace
+
+void fill(Tensor& out, double value) {
+  if (out.numel() == 0) return;
+  kernels::dispatch_all(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_kernel<<<blocks_for(out.numel()), kThreads, 0, stream()>>>(out.data_ptr<T>(), out.numel(), static_cast<T>(value));
+  });
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+
+void copy(const Tensor& src, Tensor& dst) {
+  if (src.numel() == 0) return;
+  if (src.dtype() == dst.dtype()) {
+    MINIDL_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), src.nbytes(), cudaMemcpyDeviceToDevice, stream()));
+    return;
+  }
+  kernels::dispatch_all(src.dtype(), [&](auto stag) {
+    using S = typename decltype(stag)::type;
+    kernels::dispatch_all(dst.dtype(), [&](auto dtag) {
+      using D = typename decltype(dtag)::type;
+      cast_kernel<<<blocks_for(src.numel()), kThreads, 0, stream()>>>(src.data_ptr<S>(), dst.data_ptr<D>(), src.numel());
+    });
+  });
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+
+void arange(Tensor& out, double start, double step) {
+  if (out.numel() == 0) return;
+  kernels::dispatch_all(out.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    arange_kernel<<<blocks_for(out.numel()), kThreads, 0, stream()>>>(out.data_ptr<T>(), out.numel(), start, step);
+  });
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+
+namespace {
+void random_fill(Tensor& out, bool normal, double a, double b) {
+  if (out.numel() == 0) return;
+  const PhiloxState st = philox_reserve(current_device(), 4);
+  kernels::dispatch_floating(out.dtype(), normal ? "randn" : "rand", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const i64 groups = (out.numel() + PerDraw<T>::value - 1) / PerDraw<T>::value;
+    random_kernel<<<blocks_for(groups), kThreads, 0, stream()>>>(out.data_ptr<T>(), out.numel(), st.seed, st.offset,
+                                                                  normal, a, b);
+  });
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+}  // namespace
+
+void uniform(Tensor& out, double low, double high) { random_fill(out, false, low, high); }
+void normal(Tensor& out, double mean, double stddev) { random_fill(out, true, mean, stddev); }
+
+void unary(kernels::UnaryOp op, double alpha, const Tensor& x, Tensor& out) {
+  if (x.numel() == 0) return;
+  kernels::dispatch_floating(x.dtype(), "unary op", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    kernels::visit_unary<T>(op, static_cast<T>(alpha), [&](auto f) {
+      unary_kernel<<<blocks_for(x.numel()), kThreads, 0, stream()>>>(x.data_ptr<T>(), out.data_ptr<T>(), x.numel(), f);
+    });
+  });
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+
+void binary(kernels::BinaryOp op, double alpha, const Tensor& a, const Tensor& b, Tensor& out) {
+  const i64 n = out.numel();
+  if (n == 0) return;
+  kernels::dispatch_floating(out.dtype(), "binary op", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    kernels::visit_binary<T>(op, static_cast<T>(alpha), [&](auto f) {
+      if (a.sizes() == out.sizes() && b.sizes() == out.sizes()) {
+        binary_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(a.data_ptr<T>(), b.data_ptr<T>(), out.data_ptr<T>(), n, f);
+      } else {
+        binary_broadcast_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(
+            a.data_ptr<T>(), b.data_ptr<T>(), out.data_ptr<T>(), n, kernels::broadcast_index(a.sizes(), b.sizes(), out.sizes()), f);
+      }
+    });
+  });
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+
+void reduce(kernels::ReduceOp op, const Tensor& x, i64 outer, i64 n, i64 inner, Tensor& out, Tensor* indices) {
+  if (out.numel() == 0) return;
+  kernels::dispatch_floating(x.dtype(), "reduce", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (op == kernels::ReduceOp::Max) {
+      max_kernel<<<blocks_for(outer * inner), kThreads, 0, stream()>>>(
+          x.data_ptr<T>(), out.data_ptr<T>(), indices ? indices->data_ptr<i64>() : nullptr, outer, n, inner);
+    } else if (inner == 1) {
+      sum_rows_kernel<<<static_cast<unsigned>(outer), kThreads, kThreads * sizeof(T), stream()>>>(x.data_ptr<T>(),
+                                                                                               out.data_ptr<T>(), n);
+    } else {
+      sum_strided_kernel<<<blocks_for(outer * inner), kThreads, 0, stream()>>>(x.data_ptr<T>(), out.data_ptr<T>(), outer,
+                                                                               n, inner);
+    }
+  });
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+
+void scatter_reduced(const Tensor& grad, const Tensor& indices, i64 outer, i64 n, i64 inner, Tensor& dx) {
+  fill(dx, 0.0);
+  if (grad.numel() == 0) return;
+  kernels::dispatch_floating(grad.dtype(), "scatter_reduced", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    scatter_kernel<<<blocks_for(outer * inner), kThreads, 0, stream()>>>(grad.data_ptr<T>(), indices.data_ptr<i64>(),
+                                                                         dx.data_ptr<T>(), outer, n, inner);
+  });
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+
+void matmul(const Tensor& a, const Tensor& b, Tensor& out, i64 batch, i64 m, i64 n, i64 k, bool ta, bool tb) {
+  if (out.numel() == 0) return;
+  // Row-major C = op(A)·op(B) is column-major C^T = op(B)^T·op(A)^T: swap the operands, keep the flags.
+  const cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int ldb = static_cast<int>(tb ? k : n), lda = static_cast<int>(ta ? m : k), ldc = static_cast<int>(n);
+  cublasHandle_t h = cublas();
+  if (out.dtype() == kFloat32) {
+    const float alpha = 1.f, beta = 0.f;
+    const cublasComputeType_t ct = cuda::allow_tf32_matmul() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
+    MINIDL_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, opb, opa, (int)n, (int)m, (int)k, &alpha, b.data_ptr(), CUDA_R_32F,
+                                                   ldb, k * n, a.data_ptr(), CUDA_R_32F, lda, m * k, &beta, out.data_ptr(),
+                                                   CUDA_R_32F, ldc, m * n, (int)batch, ct, CUBLAS_GEMM_DEFAULT));
+  } else {
+    const double alpha = 1.0, beta = 0.0;
+    MINIDL_CUBLAS_CHECK(cublasDgemmStridedBatched(h, opb, opa, (int)n, (int)m, (int)k, &alpha, b.data_ptr<double>(), ldb,
+                                                  k * n, a.data_ptr<double>(), lda, m * k, &beta,
+                                                  out.data_ptr<double>(), ldc, m * n, (int)batch));
+  }
+}
+
+void transpose(const Tensor& x, Tensor& out, i64 A, i64 d0, i64 B, i64 d1, i64 C) {
+  const i64 total = A * d0 * B * d1 * C;
+  if (total == 0) return;
+  kernels::dispatch_all(x.dtype(), [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    transpose_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(x.data_ptr<T>(), out.data_ptr<T>(), total, d0, B, d1, C);
+  });
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+
+void softmax_forward(const Tensor& x, Tensor& y, i64 outer, i64 n, i64 inner, bool log) {
+  kernels::dispatch_floating(x.dtype(), "softmax", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (inner == 1) {
+      softmax_rows_kernel<<<static_cast<unsigned>(outer), 128, 128 * sizeof(T), stream()>>>(x.data_ptr<T>(),
+                                                                                            y.data_ptr<T>(), n, log);
+    } else {
+      softmax_strided_kernel<<<blocks_for(outer * inner), kThreads, 0, stream()>>>(x.data_ptr<T>(), y.data_ptr<T>(), outer,
+                                                                                   n, inner, log);
+    }
+  });
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+
+void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx, i64 outer, i64 n, i64 inner, bool log) {
+  if (y.numel() == 0) return;
+  kernels::dispatch_floating(y.dtype(), "softmax_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (inner == 1) {
+      softmax_backward_rows_kernel<<<static_cast<unsigned>(outer), 128, 128 * sizeof(T), stream()>>>(
+          y.data_ptr<T>(), dy.data_ptr<T>(), dx.data_ptr<T>(), n, log);
+    } else {
+      softmax_backward_strided_kernel<<<blocks_for(outer * inner), kThreads, 0, stream()>>>(
+          y.data_ptr<T>(), dy.data_ptr<T>(), dx.data_ptr<T>(), outer, n, inner, log);
+    }
+  });
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes) {
+  if (bytes == 0) return;
+  if (src_device.is_cpu()) {
+    DeviceGuard g(dst_device.index());
+    MINIDL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyHostToDevice, stream()));
+    return;
+  }
+  if (dst_device.is_cpu()) {
+    DeviceGuard g(src_device.index());
+    MINIDL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToHost, stream()));
+    MINIDL_CUDA_CHECK(cudaStreamSynchronize(stream()));  // the caller reads the host memory next
+    return;
+  }
+  if (src_device == dst_device) {
+    DeviceGuard g(dst_device.index());
+    MINIDL_CUDA_CHECK(cudaMemcpyAsync(dst, src, bytes, cudaMemcpyDeviceToDevice, stream()));
+    return;
+  }
+  {
+    DeviceGuard g(src_device.index());
+    MINIDL_CUDA_CHECK(cudaStreamSynchronize(stream()));  // the source must be complete before the peer copy
+  }
+  DeviceGuard g(dst_device.index());
+  MINIDL_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index(), src, src_device.index(), bytes, stream()));
+}
+
+}  // namespace gpu
+}  // namespace minidl

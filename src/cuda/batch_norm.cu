@@ -1,0 +1,173 @@
+#include "cuda/batch_norm.h"
+
+#include <cstddef>
+#include <cstdint>
+
+#include "cuda/context.h"
+#include "cuda/cudnn_tensor.h"
+
+namespace minidl {
+namespace gpu {
+namespace {
+
+using kernels::BatchNormParams;
+
+// Per-channel statistics over N and HW (BatchNorm1d/2d); the persistent variant is faster but may overflow.
+constexpr cudnnBatchNormMode_t kMode = CUDNN_BATCHNORM_SPATIAL;
+constexpr int kThreads = 256;
+
+void check_sizes(const BatchNormParams& p, const char* op) {
+  MINIDL_CHECK(p.N > 0 && p.C > 0 && p.HW > 0, ValueError, op, ": N, C and HW must be positive, found N=", p.N,
+               " C=", p.C, " HW=", p.HW);
+  MINIDL_CHECK(p.eps >= CUDNN_BN_MIN_EPSILON, ValueError, op, ": eps must be >= ", CUDNN_BN_MIN_EPSILON,
+               ", found ", p.eps);
+}
+
+/// The unbiased variance of the running statistics divides by N * HW - 1.
+void check_batch_statistics(const BatchNormParams& p, const char* op) {
+  MINIDL_CHECK(p.N * p.HW > 1, ValueError, op, ": training needs more than one value per channel, found N=", p.N,
+               " and HW=", p.HW);
+}
+
+void check_pointers(bool all_set, const char* op) {
+  MINIDL_CHECK(all_set, ValueError, op, ": a required device pointer is null");
+}
+
+/// cuDNN takes these vectors in pairs: both given or both absent.
+void check_pair(const void* a, const void* b, const char* op, const char* a_name, const char* b_name) {
+  MINIDL_CHECK((a == nullptr) == (b == nullptr), ValueError, op, ": ", a_name, " and ", b_name,
+               " must both be given or both be null, found ", a_name, (a ? " given" : " null"), " and ", b_name,
+               (b ? " given" : " null"));
+}
+
+/// x viewed as N x C x HW x 1, and the 1 x C x 1 x 1 per-channel vectors (gamma, statistics) derived from it.
+struct Descriptors {
+  TensorDescriptor data, channel;
+  Descriptors(const BatchNormParams& p, cudnnDataType_t type, const char* op) {
+    check_sizes(p, op);
+    data.set_nchw(type, cudnn_dim(p.N, op, "batch size"), cudnn_dim(p.C, op, "channels"),
+                  cudnn_dim(p.HW, op, "spatial size"), 1, op);
+    MINIDL_CUDNN_CHECK(cudnnDeriveBNTensorDescriptor(channel.get(), data.get(), kMode));
+  }
+};
+
+template <class T>
+__global__ void fill_kernel(T* __restrict__ out, T value, std::int64_t n) {
+  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < n;
+       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
+    out[i] = value;
+  }
+}
+
+/// Stand-ins for per-channel vectors the caller did not pass (affine off, unwanted parameter gradients), which
+/// cuDNN requires. They live in gpu::workspace() and are refilled on every call: stream-ordered, so this also
+/// works inside CUDA-graph capture, and no memory stays held for a layer without parameters.
+template <class T>
+class ChannelScratch {
+ public:
+  explicit ChannelScratch(std::int64_t channels) : channels_(channels) {}
+
+  /// `given`, or a vector of C copies of `value`.
+  const T* or_filled(const T* given, T value) {
+    if (given) return given;
+    T* v = take();
+    fill_kernel<T><<<blocks_for(channels_, kThreads), kThreads, 0, stream()>>>(v, value, channels_);
+    MINIDL_CUDA_KERNEL_CHECK();
+    return v;
+  }
+  /// `given`, or a vector whose content is discarded.
+  T* or_discarded(T* given) { return given ? given : take(); }
+
+ private:
+  static constexpr std::int64_t kSlots = 3;  // the most any function below needs: gamma, dgamma, dbeta
+
+  T* take() {
+    MINIDL_CHECK(used_ < kSlots, ValueError, "batch_norm: internal error, more than ", kSlots,
+                 " scratch vectors requested");
+    if (!base_) base_ = static_cast<T*>(workspace(static_cast<std::size_t>(kSlots * channels_) * sizeof(T)));
+    return base_ + (used_++) * channels_;
+  }
+
+  std::int64_t channels_;
+  std::int64_t used_ = 0;
+  T* base_ = nullptr;
+};
+
+/// Normalises with the batch statistics; the statistic outputs are optional in pairs (checked by callers).
+template <class T>
+void forward_batch_statistics(const BatchNormParams& p, const T* x, const T* gamma, const T* beta, T* y,
+                              T* save_mean, T* save_invstd, T* running_mean, T* running_var, const char* op) {
+  const Descriptors d(p, cudnn_type<T>::value, op);
+  check_batch_statistics(p, op);
+  ChannelScratch<T> scratch(p.C);
+  const T* scale = scratch.or_filled(gamma, T(1));
+  const T* shift = scratch.or_filled(beta, T(0));
+  const T one = 1, zero = 0;
+  MINIDL_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
+      cudnn(), kMode, &one, &zero, d.data.get(), x, d.data.get(), y, d.channel.get(), scale, shift, p.momentum,
+      running_mean, running_var, p.eps, save_mean, save_invstd));
+}
+
+}  // namespace
+
+template <class T>
+void batch_norm_forward_train(const BatchNormParams& p, const T* x, const T* gamma, const T* beta, T* y,
+                              T* save_mean, T* save_invstd, T* running_mean, T* running_var) {
+  const char* op = "batch_norm forward (training)";
+  check_pointers(x && y, op);
+  check_pair(save_mean, save_invstd, op, "save_mean", "save_invstd");
+  check_pair(running_mean, running_var, op, "running_mean", "running_var");
+  forward_batch_statistics(p, x, gamma, beta, y, save_mean, save_invstd, running_mean, running_var, op);
+}
+
+template <class T>
+void batch_norm_forward_eval(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
+                             const T* running_mean, const T* running_var, T* y) {
+  const char* op = "batch_norm forward (evaluation)";
+  check_pointers(x && y, op);
+  check_pair(running_mean, running_var, op, "running_mean", "running_var");
+  if (!running_mean) {
+    forward_batch_statistics<T>(p, x, gamma, beta, y, nullptr, nullptr, nullptr, nullptr, op);
+    return;
+  }
+  const Descriptors d(p, cudnn_type<T>::value, op);
+  ChannelScratch<T> scratch(p.C);
+  const T* scale = scratch.or_filled(gamma, T(1));
+  const T* shift = scratch.or_filled(beta, T(0));
+  const T one = 1, zero = 0;
+  MINIDL_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(cudnn(), kMode, &one, &zero, d.data.get(), x,
+                                                             d.data.get(), y, d.channel.get(), scale, shift,
+                                                             running_mean, running_var, p.eps));
+}
+
+template <class T>
+void batch_norm_backward(const BatchNormParams& p, const T* x, const T* dy, const T* gamma, const T* save_mean,
+                         const T* save_invstd, T* dx, T* dgamma, T* dbeta) {
+  const char* op = "batch_norm backward";
+  check_pointers(x && dy && dx, op);
+  check_pair(save_mean, save_invstd, op, "save_mean", "save_invstd");
+  const Descriptors d(p, cudnn_type<T>::value, op);
+  check_batch_statistics(p, op);
+  ChannelScratch<T> scratch(p.C);
+  const T* scale = scratch.or_filled(gamma, T(1));
+  T* scale_grad = scratch.or_discarded(dgamma);
+  T* shift_grad = scratch.or_discarded(dbeta);
+  const T one = 1, zero = 0;
+  MINIDL_CUDNN_CHECK(cudnnBatchNormalizationBackward(cudnn(), kMode, &one, &zero, &one, &zero, d.data.get(), x,
+                                                     d.data.get(), dy, d.data.get(), dx, d.channel.get(), scale,
+                                                     scale_grad, shift_grad, p.eps, save_mean, save_invstd));
+}
+
+#define MINIDL_INSTANTIATE_BATCH_NORM(T)                                                                       \
+  template void batch_norm_forward_train<T>(const BatchNormParams&, const T*, const T*, const T*, T*, T*, T*, \
+                                            T*, T*);                                                          \
+  template void batch_norm_forward_eval<T>(const BatchNormParams&, const T*, const T*, const T*, const T*,    \
+                                           const T*, T*);                                                     \
+  template void batch_norm_backward<T>(const BatchNormParams&, const T*, const T*, const T*, const T*,        \
+                                       const T*, T*, T*, T*);
+MINIDL_INSTANTIATE_BATCH_NORM(float)
+MINIDL_INSTANTIATE_BATCH_NORM(double)
+#undef MINIDL_INSTANTIATE_BATCH_NORM
+
+}  // namespace gpu
+}  // namespace minidl

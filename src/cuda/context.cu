@@ -1,0 +1,116 @@
+// Per-device CUDA state: the library's stream and the cuBLAS/cuDNN handles bound to it, error translation,
+// and the workspace buffer shared by cuDNN and cuBLAS calls.
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "cuda/allocator.h"
+#include "cuda/context.h"
+
+namespace minidl {
+namespace gpu {
+
+void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line) {
+  (void)cudaGetLastError();  // clear a non-sticky error so the next operation can work
+  throw CudaError(detail::str("CUDA error ", cudaGetErrorName(err), " (", cudaGetErrorString(err), ") in ", call,
+                              " at ", file, ":", line));
+}
+
+void throw_cublas_error(cublasStatus_t st, const char* call, const char* file, int line) {
+  if (st == CUBLAS_STATUS_ALLOC_FAILED) {
+    throw OutOfMemoryError(detail::str("cuBLAS could not allocate memory in ", call, " at ", file, ":", line), 0, 0, 0);
+  }
+  throw CudaError(detail::str("cuBLAS error ", cublasGetStatusName(st), " (", cublasGetStatusString(st), ") in ", call,
+                              " at ", file, ":", line));
+}
+
+void throw_cudnn_error(cudnnStatus_t st, const char* call, const char* file, int line) {
+  if (st == CUDNN_STATUS_ALLOC_FAILED) {
+    throw OutOfMemoryError(detail::str("cuDNN could not allocate memory in ", call, " at ", file, ":", line), 0, 0, 0);
+  }
+  throw CudaError(detail::str("cuDNN error ", cudnnGetErrorString(st), " in ", call, " at ", file, ":", line));
+}
+
+int current_device() {
+  int d = 0;
+  MINIDL_CUDA_CHECK(cudaGetDevice(&d));
+  return d;
+}
+
+DeviceGuard::DeviceGuard(int index) : prev_(current_device()) {
+  if (index != prev_) MINIDL_CUDA_CHECK(cudaSetDevice(index));
+}
+
+DeviceGuard::~DeviceGuard() {
+  int now = 0;
+  if (cudaGetDevice(&now) == cudaSuccess && now != prev_) (void)cudaSetDevice(prev_);
+}
+
+namespace {
+
+constexpr std::size_t kCublasWorkspace = 32u << 20;  // fixed, so cuBLAS never allocates inside a CUDA graph
+
+struct DeviceContext {
+  cudaStream_t stream = nullptr;
+  cublasHandle_t cublas = nullptr;
+  cudnnHandle_t cudnn = nullptr;
+  void* cublas_workspace = nullptr;
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+};
+
+std::mutex g_mutex;
+std::vector<DeviceContext*> g_contexts;
+
+DeviceContext& context() {
+  const int dev = current_device();
+  std::lock_guard<std::mutex> lock(g_mutex);
+  if (static_cast<int>(g_contexts.size()) <= dev) g_contexts.resize(static_cast<std::size_t>(dev) + 1, nullptr);
+  if (!g_contexts[static_cast<std::size_t>(dev)]) {
+    // Deliberately never destroyed: handles must outlive static tensors, and the driver reclaims all at exit.
+    auto* c = new DeviceContext();
+    MINIDL_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
+    g_contexts[static_cast<std::size_t>(dev)] = c;
+  }
+  return *g_contexts[static_cast<std::size_t>(dev)];
+}
+
+}  // namespace
+
+cudaStream_t stream() { return context().stream; }
+
+cublasHandle_t cublas() {
+  DeviceContext& c = context();
+  if (!c.cublas) {
+    MINIDL_CUBLAS_CHECK(cublasCreate(&c.cublas));
+    MINIDL_CUBLAS_CHECK(cublasSetStream(c.cublas, c.stream));
+    c.cublas_workspace = device_alloc(kCublasWorkspace);
+    MINIDL_CUBLAS_CHECK(cublasSetWorkspace(c.cublas, c.cublas_workspace, kCublasWorkspace));
+  }
+  return c.cublas;
+}
+
+cudnnHandle_t cudnn() {
+  DeviceContext& c = context();
+  if (!c.cudnn) {
+    MINIDL_CUDNN_CHECK(cudnnCreate(&c.cudnn));
+    MINIDL_CUDNN_CHECK(cudnnSetStream(c.cudnn, c.stream));
+  }
+  return c.cudnn;
+}
+
+void* workspace(std::size_t bytes) {
+  DeviceContext& c = context();
+  if (bytes > c.workspace_bytes) {
+    // Stream order makes the swap safe: work queued on the old buffer runs before anything reuses it.
+    if (c.workspace) device_free(c.workspace);
+    c.workspace = nullptr;
+    c.workspace_bytes = 0;
+    c.workspace = device_alloc(bytes);
+    c.workspace_bytes = bytes;
+  }
+  return c.workspace;
+}
+
+}  // namespace gpu
+}  // namespace minidl

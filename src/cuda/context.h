@@ -1,0 +1,77 @@
+#pragma once
+// Per-device CUDA state of the library: one non-blocking stream that every kernel, cuBLAS and cuDNN call uses
+// (so work is stream-ordered and can be captured into a CUDA graph), the library handles bound to it, and
+// the caching allocator. Error checks turn every status into a CudaError naming the call.
+#include <cublas_v2.h>
+#include <cuda_runtime.h>
+#include <cudnn.h>
+#include <curand.h>
+
+#include <cstddef>
+#include <string>
+
+#include "minidl/errors.h"
+
+namespace minidl {
+namespace gpu {
+
+[[noreturn]] void throw_cuda_error(cudaError_t err, const char* call, const char* file, int line);
+[[noreturn]] void throw_cublas_error(cublasStatus_t st, const char* call, const char* file, int line);
+[[noreturn]] void throw_cudnn_error(cudnnStatus_t st, const char* call, const char* file, int line);
+
+/// Device of the current thread (as set by DeviceGuard).
+int current_device();
+/// Makes `index` current for the lifetime of the guard.
+class DeviceGuard {
+ public:
+  explicit DeviceGuard(int index);
+  ~DeviceGuard();
+  DeviceGuard(const DeviceGuard&) = delete;
+  DeviceGuard& operator=(const DeviceGuard&) = delete;
+
+ private:
+  int prev_;
+};
+
+/// The library's stream on the current device.
+cudaStream_t stream();
+/// cuBLAS / cuDNN handles of the current device, bound to stream().
+cublasHandle_t cublas();
+cudnnHandle_t cudnn();
+
+/// Caching allocator (stream-ordered on stream()); throws OutOfMemoryError.
+void* device_alloc(std::size_t bytes);
+void device_free(void* ptr);
+
+/// Scratch memory for cuDNN/cuBLAS workspaces: a buffer of at least `bytes` that stays valid until the next
+/// call of workspace() on this device (all users are ordered on stream()).
+void* workspace(std::size_t bytes);
+
+/// Launch configuration for a grid-stride loop over n elements.
+inline unsigned int blocks_for(long long n, int threads = 256) {
+  long long b = (n + threads - 1) / threads;
+  if (b < 1) b = 1;
+  if (b > 65535LL * 8) b = 65535LL * 8;
+  return static_cast<unsigned int>(b);
+}
+
+}  // namespace gpu
+}  // namespace minidl
+
+#define MINIDL_CUDA_CHECK(call)                                                          \
+  do {                                                                                   \
+    cudaError_t err_ = (call);                                                           \
+    if (err_ != cudaSuccess) ::minidl::gpu::throw_cuda_error(err_, #call, __FILE__, __LINE__); \
+  } while (0)
+#define MINIDL_CUBLAS_CHECK(call)                                                          \
+  do {                                                                                     \
+    cublasStatus_t st_ = (call);                                                           \
+    if (st_ != CUBLAS_STATUS_SUCCESS) ::minidl::gpu::throw_cublas_error(st_, #call, __FILE__, __LINE__); \
+  } while (0)
+#define MINIDL_CUDNN_CHECK(call)                                                           \
+  do {                                                                                     \
+    cudnnStatus_t st_ = (call);                                                            \
+    if (st_ != CUDNN_STATUS_SUCCESS) ::minidl::gpu::throw_cudnn_error(st_, #call, __FILE__, __LINE__); \
+  } while (0)
+/// After a kernel launch: turns a launch error into a CudaError.
+#define MINIDL_CUDA_KERNEL_CHECK() MINIDL_CUDA_CHECK(cudaGetLastError())

@@ -1,0 +1,315 @@
+#include "cuda/conv2d.h"
+
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <type_traits>
+#include <vector>
+
+#include "cuda/context.h"
+#include "cuda/cudnn_tensor.h"
+#include "minidl/cuda.h"
+
+namespace minidl {
+namespace gpu {
+namespace {
+
+using kernels::Conv2dParams;
+
+// Algorithms that need more scratch than this are not considered: a faster convolution is not worth holding
+// gigabytes of workspace that the caching allocator then keeps.
+constexpr std::size_t kMaxWorkspaceBytes = std::size_t{256} << 20;
+
+enum Pass { kForward, kBackwardData, kBackwardFilter, kNumPasses };
+const char* const kPassNames[kNumPasses] = {"conv2d forward", "conv2d backward (input)",
+                                            "conv2d backward (weight)"};
+
+class FilterDescriptor {
+ public:
+  FilterDescriptor() { MINIDL_CUDNN_CHECK(cudnnCreateFilterDescriptor(&desc_)); }
+  ~FilterDescriptor() { cudnnDestroyFilterDescriptor(desc_); }
+  FilterDescriptor(const FilterDescriptor&) = delete;
+  FilterDescriptor& operator=(const FilterDescriptor&) = delete;
+  cudnnFilterDescriptor_t get() const { return desc_; }
+
+ private:
+  cudnnFilterDescriptor_t desc_ = nullptr;
+};
+
+class ConvolutionDescriptor {
+ public:
+  ConvolutionDescriptor() { MINIDL_CUDNN_CHECK(cudnnCreateConvolutionDescriptor(&desc_)); }
+  ~ConvolutionDescriptor() { cudnnDestroyConvolutionDescriptor(desc_); }
+  ConvolutionDescriptor(const ConvolutionDescriptor&) = delete;
+  ConvolutionDescriptor& operator=(const ConvolutionDescriptor&) = delete;
+  cudnnConvolutionDescriptor_t get() const { return desc_; }
+
+ private:
+  cudnnConvolutionDescriptor_t desc_ = nullptr;
+};
+
+/// What besides the shape decides the algorithm: data type, math type (TF32 allowed or FMA only) and
+/// whether nondeterministic algorithms are excluded.
+struct Settings {
+  cudnnDataType_t type;
+  cudnnMathType_t math;
+  bool deterministic;
+};
+
+template <class T>
+Settings current_settings() {
+  // FMA math keeps float convolutions in full precision (results match the CPU); the default math type lets
+  // cuDNN use TF32 tensor cores. Double has no TF32 path, so its math type stays the default.
+  const bool fma_only = std::is_same<T, float>::value && !cuda::allow_tf32_conv();
+  return {cudnn_type<T>::value, fma_only ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH, deterministic()};
+}
+
+std::string describe(const Conv2dParams& p) {
+  return detail::str("input ", p.N, "x", p.C, "x", p.H, "x", p.W, ", weight ", p.K, "x", p.C / p.groups, "x", p.R,
+                     "x", p.S, ", stride ", p.stride_h, "x", p.stride_w, ", padding ", p.pad_h, "x", p.pad_w,
+                     ", dilation ", p.dil_h, "x", p.dil_w, ", groups ", p.groups);
+}
+
+struct Algorithm {
+  int algo = 0;
+  std::size_t workspace_bytes = 0;
+};
+
+/// Descriptors of one shape and settings, and the algorithm of each pass once chosen.
+struct Plan {
+  TensorDescriptor x, y, bias;
+  FilterDescriptor w;
+  // One convolution descriptor per pass, because each carries the math type its pass's algorithm was timed with.
+  ConvolutionDescriptor conv[kNumPasses];
+  bool chosen[kNumPasses] = {false, false, false};
+  Algorithm algo[kNumPasses];
+
+  Plan(const Conv2dParams& p, const Settings& s, const char* op) {
+    MINIDL_CHECK(p.C % p.groups == 0, ValueError, op, ": input channels (", p.C, ") must be divisible by groups (",
+                 p.groups, ")");
+    const int n = cudnn_dim(p.N, op, "batch size"), c = cudnn_dim(p.C, op, "input channels");
+    const int k = cudnn_dim(p.K, op, "out_channels");
+    x.set_nchw(s.type, n, c, cudnn_dim(p.H, op, "input height"), cudnn_dim(p.W, op, "input width"), op);
+    bias.set_nchw(s.type, 1, k, 1, 1, op);
+    MINIDL_CUDNN_CHECK(cudnnSetFilter4dDescriptor(w.get(), s.type, CUDNN_TENSOR_NCHW, k, c / static_cast<int>(p.groups),
+                                                  cudnn_dim(p.R, op, "kernel height"),
+                                                  cudnn_dim(p.S, op, "kernel width")));
+    for (ConvolutionDescriptor& d : conv) {
+      MINIDL_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
+          d.get(), cudnn_dim(p.pad_h, op, "padding"), cudnn_dim(p.pad_w, op, "padding"),
+          cudnn_dim(p.stride_h, op, "stride"), cudnn_dim(p.stride_w, op, "stride"),
+          cudnn_dim(p.dil_h, op, "dilation"), cudnn_dim(p.dil_w, op, "dilation"), CUDNN_CROSS_CORRELATION, s.type));
+      MINIDL_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d.get(), cudnn_dim(p.groups, op, "groups")));
+      MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.get(), s.math));
+    }
+    // The output size comes from Conv2dParams::finalize(); cuDNN's own computation must agree, which also
+    // catches parameters that were never finalized.
+    int on = 0, ok = 0, op_h = 0, oq = 0;
+    MINIDL_CUDNN_CHECK(cudnnGetConvolution2dForwardOutputDim(conv[0].get(), x.get(), w.get(), &on, &ok, &op_h, &oq));
+    MINIDL_CHECK(op_h == p.P && oq == p.Q, ValueError, op, ": output size ", p.P, "x", p.Q,
+                 " in the parameters disagrees with cuDNN's ", op_h, "x", oq, " for ", describe(p),
+                 " (were the parameters finalized?)");
+    y.set_nchw(s.type, n, k, op_h, oq, op);
+  }
+};
+
+using Key = std::array<std::int64_t, 18>;
+
+Key make_key(const Conv2dParams& p, const Settings& s) {
+  return {p.N, p.C, p.H, p.W, p.K, p.R, p.S, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w, p.groups,
+          static_cast<std::int64_t>(s.type), static_cast<std::int64_t>(s.math), s.deterministic ? 1 : 0,
+          current_device()};
+}
+
+bool stream_is_capturing() {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  MINIDL_CUDA_CHECK(cudaStreamIsCapturing(stream(), &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
+// cuDNN's list of nondeterministic algorithms (they accumulate with atomics).
+bool never_excluded(int) { return false; }
+bool nondeterministic_backward_data(int algo) { return algo == CUDNN_CONVOLUTION_BWD_DATA_ALGO_0; }
+bool nondeterministic_backward_filter(int algo) {
+  return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
+}
+
+/// Chooses the algorithm of one pass. `probe(algo, &bytes)` asks one algorithm's workspace size; `find(count,
+/// &returned, results, workspace, bytes)` times the candidates on the real buffers; `heuristic(count, &returned,
+/// results)` ranks them without running anything (used during graph capture, where timing is impossible).
+/// The results come best first; the first that satisfies the settings wins, and its math type is set on `conv`.
+template <class Perf, class Probe, class Find, class Heuristic>
+Algorithm choose_algorithm(Pass pass, int algo_count, const Settings& s, bool (*excluded)(int),
+                           const Conv2dParams& p, const ConvolutionDescriptor& conv, Probe probe, Find find,
+                           Heuristic heuristic) {
+  std::vector<Perf> results(static_cast<std::size_t>(algo_count));
+  int returned = 0;
+  std::size_t limit = kMaxWorkspaceBytes;
+  if (stream_is_capturing()) {
+    heuristic(algo_count, &returned, results.data());
+  } else {
+    // Give the search as much workspace as the hungriest algorithm under the cap needs, so none is skipped
+    // for lack of scratch.
+    std::size_t bytes = 0;
+    for (int a = 0; a < algo_count; ++a) {
+      std::size_t need = 0;
+      if (probe(a, &need) == CUDNN_STATUS_SUCCESS && need <= kMaxWorkspaceBytes) bytes = std::max(bytes, need);
+    }
+    find(algo_count, &returned, results.data(), bytes > 0 ? workspace(bytes) : nullptr, bytes);
+    limit = bytes;
+  }
+  for (int i = 0; i < returned; ++i) {
+    const Perf& r = results[static_cast<std::size_t>(i)];
+    if (r.status != CUDNN_STATUS_SUCCESS || r.memory > limit) continue;
+    if (s.math == CUDNN_FMA_MATH && r.mathType != CUDNN_FMA_MATH) continue;
+    if (s.deterministic && (r.determinism != CUDNN_DETERMINISTIC || excluded(static_cast<int>(r.algo)))) continue;
+    MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), r.mathType));
+    return {static_cast<int>(r.algo), r.memory};
+  }
+  throw CudaError(detail::str(kPassNames[pass], ": cuDNN offers no algorithm for ", describe(p),
+                              s.deterministic ? " that is deterministic" : "",
+                              s.math == CUDNN_FMA_MATH ? " in full FP32 precision (TF32 off)" : "",
+                              " within a workspace of ", limit, " bytes (", returned, " candidates)"));
+}
+
+/// Every plan of the process, shared by all passes and data types. Plans live until the process ends.
+struct PlanCache {
+  std::mutex mutex;
+  std::map<Key, std::unique_ptr<Plan>> plans;
+};
+PlanCache& plan_cache() {
+  static PlanCache cache;
+  return cache;
+}
+
+/// The plan for p under the current settings with `pass`'s algorithm chosen; `search(plan, settings)` picks it
+/// on the first use. A plan's descriptors are not changed after the choice, so callers use them outside the lock.
+template <class T, class Search>
+const Plan& prepare(const Conv2dParams& p, Pass pass, Search search) {
+  const Settings s = current_settings<T>();
+  const Key key = make_key(p, s);
+  PlanCache& cache = plan_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  std::unique_ptr<Plan>& plan = cache.plans[key];
+  if (!plan) plan = std::make_unique<Plan>(p, s, kPassNames[pass]);
+  if (!plan->chosen[pass]) {
+    plan->algo[pass] = search(*plan, s);
+    plan->chosen[pass] = true;
+  }
+  return *plan;
+}
+
+void* workspace_for(const Algorithm& a) { return a.workspace_bytes > 0 ? workspace(a.workspace_bytes) : nullptr; }
+
+void require_pointers(bool all_set, Pass pass) {
+  MINIDL_CHECK(all_set, ValueError, kPassNames[pass], ": a required device pointer is null");
+}
+
+}  // namespace
+
+template <class T>
+void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y) {
+  require_pointers(x && w && y, kForward);
+  cudnnHandle_t h = cudnn();
+  const Plan& plan = prepare<T>(p, kForward, [&](Plan& pl, const Settings& s) {
+    const ConvolutionDescriptor& conv = pl.conv[kForward];
+    return choose_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
+        kForward, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, s, never_excluded, p, conv,
+        [&](int a, std::size_t* bytes) {
+          return cudnnGetConvolutionForwardWorkspaceSize(h, pl.x.get(), pl.w.get(), conv.get(), pl.y.get(),
+                                                         static_cast<cudnnConvolutionFwdAlgo_t>(a), bytes);
+        },
+        [&](int n, int* got, cudnnConvolutionFwdAlgoPerf_t* r, void* ws, std::size_t bytes) {
+          MINIDL_CUDNN_CHECK(cudnnFindConvolutionForwardAlgorithmEx(h, pl.x.get(), x, pl.w.get(), w, conv.get(),
+                                                                    pl.y.get(), y, n, got, r, ws, bytes));
+        },
+        [&](int n, int* got, cudnnConvolutionFwdAlgoPerf_t* r) {
+          MINIDL_CUDNN_CHECK(
+              cudnnGetConvolutionForwardAlgorithm_v7(h, pl.x.get(), pl.w.get(), conv.get(), pl.y.get(), n, got, r));
+        });
+  });
+  const Algorithm& a = plan.algo[kForward];
+  const T one = 1, zero = 0;
+  MINIDL_CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x.get(), x, plan.w.get(), w, plan.conv[kForward].get(),
+                                             static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), workspace_for(a),
+                                             a.workspace_bytes, &zero, plan.y.get(), y));
+  if (bias) MINIDL_CUDNN_CHECK(cudnnAddTensor(h, &one, plan.bias.get(), bias, &one, plan.y.get(), y));
+}
+
+template <class T>
+void conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
+  require_pointers(dy && w && dx, kBackwardData);
+  cudnnHandle_t h = cudnn();
+  const Plan& plan = prepare<T>(p, kBackwardData, [&](Plan& pl, const Settings& s) {
+    const ConvolutionDescriptor& conv = pl.conv[kBackwardData];
+    return choose_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
+        kBackwardData, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, s, nondeterministic_backward_data, p, conv,
+        [&](int a, std::size_t* bytes) {
+          return cudnnGetConvolutionBackwardDataWorkspaceSize(h, pl.w.get(), pl.y.get(), conv.get(), pl.x.get(),
+                                                              static_cast<cudnnConvolutionBwdDataAlgo_t>(a), bytes);
+        },
+        [&](int n, int* got, cudnnConvolutionBwdDataAlgoPerf_t* r, void* ws, std::size_t bytes) {
+          MINIDL_CUDNN_CHECK(cudnnFindConvolutionBackwardDataAlgorithmEx(
+              h, pl.w.get(), w, pl.y.get(), dy, conv.get(), pl.x.get(), dx, n, got, r, ws, bytes));
+        },
+        [&](int n, int* got, cudnnConvolutionBwdDataAlgoPerf_t* r) {
+          MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, pl.w.get(), pl.y.get(), conv.get(),
+                                                                         pl.x.get(), n, got, r));
+        });
+  });
+  const Algorithm& a = plan.algo[kBackwardData];
+  const T one = 1, zero = 0;
+  MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w.get(), w, plan.y.get(), dy,
+                                                  plan.conv[kBackwardData].get(),
+                                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo),
+                                                  workspace_for(a), a.workspace_bytes, &zero, plan.x.get(), dx));
+}
+
+template <class T>
+void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* dw, T* dbias) {
+  require_pointers(x && dy && dw, kBackwardFilter);
+  cudnnHandle_t h = cudnn();
+  const Plan& plan = prepare<T>(p, kBackwardFilter, [&](Plan& pl, const Settings& s) {
+    const ConvolutionDescriptor& conv = pl.conv[kBackwardFilter];
+    return choose_algorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
+        kBackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, s, nondeterministic_backward_filter, p, conv,
+        [&](int a, std::size_t* bytes) {
+          return cudnnGetConvolutionBackwardFilterWorkspaceSize(
+              h, pl.x.get(), pl.y.get(), conv.get(), pl.w.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(a),
+              bytes);
+        },
+        [&](int n, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* r, void* ws, std::size_t bytes) {
+          MINIDL_CUDNN_CHECK(cudnnFindConvolutionBackwardFilterAlgorithmEx(
+              h, pl.x.get(), x, pl.y.get(), dy, conv.get(), pl.w.get(), dw, n, got, r, ws, bytes));
+        },
+        [&](int n, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* r) {
+          MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, pl.x.get(), pl.y.get(), conv.get(),
+                                                                           pl.w.get(), n, got, r));
+        });
+  });
+  const Algorithm& a = plan.algo[kBackwardFilter];
+  const T one = 1, zero = 0;
+  MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x.get(), x, plan.y.get(), dy,
+                                                    plan.conv[kBackwardFilter].get(),
+                                                    static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
+                                                    workspace_for(a), a.workspace_bytes, &zero, plan.w.get(), dw));
+  if (dbias) {
+    MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, plan.y.get(), dy, &zero, plan.bias.get(), dbias));
+  }
+}
+
+#define MINIDL_INSTANTIATE_CONV2D(T)                                                                     \
+  template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*);               \
+  template void conv2d_backward_input<T>(const Conv2dParams&, const T*, const T*, T*);                  \
+  template void conv2d_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*);
+MINIDL_INSTANTIATE_CONV2D(float)
+MINIDL_INSTANTIATE_CONV2D(double)
+#undef MINIDL_INSTANTIATE_CONV2D
+
+}  // namespace gpu
+}  // namespace minidl

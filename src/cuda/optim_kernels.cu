@@ -1,0 +1,102 @@
+// Multi-tensor optimizer kernels (see cuda/optim_kernels.h). Block row y of the update kernel works on tensor y
+// of the group with a grid-stride loop; each thread builds the update functor once from the learning rate and
+// the tensor's step counter, both read from device memory so that a captured step follows set_lr() and counts
+// its replays.
+#include <algorithm>
+
+#include "cuda/context.h"
+#include "cuda/optim_kernels.h"
+#include "kernels/dispatch_types.h"
+
+namespace minidl {
+namespace gpu {
+namespace {
+
+using i64 = std::int64_t;
+constexpr int kThreads = 256;
+/// Tensors per launch; keeps the kernel arguments well under the 4 KiB every architecture accepts.
+constexpr int kMaxTensors = 32;
+/// Blocks per tensor: enough to saturate the device with one large tensor, few enough that the blocks of small
+/// tensors in the same launch, which exit at once, cost nothing noticeable.
+constexpr unsigned int kMaxBlocksPerTensor = 1024;
+
+template <class T>
+struct TensorList {
+  int count = 0;
+  double* scalars = nullptr;  // [lr, step of parameter 0, step of parameter 1, ...]
+  int index[kMaxTensors] = {};
+  i64 numel[kMaxTensors] = {};
+  T* param[kMaxTensors] = {};
+  const T* grad[kMaxTensors] = {};
+  T* state[kernels::kMaxOptimStates][kMaxTensors] = {};
+};
+static_assert(sizeof(TensorList<double>) <= 4096, "optimizer kernel arguments exceed 4 KiB");
+
+template <class T>
+__global__ void advance_steps_kernel(TensorList<T> list) {
+  if (static_cast<int>(threadIdx.x) < list.count) list.scalars[1 + list.index[threadIdx.x]] += 1.0;
+}
+
+template <class F, class T>
+__global__ void update_kernel(kernels::OptimHyper hyper, TensorList<T> list) {
+  const int t = blockIdx.y;
+  const F update(hyper, list.scalars[0], list.scalars[1 + list.index[t]]);
+  T* const p = list.param[t];
+  const T* const g = list.grad[t];
+  T* state[kernels::kMaxOptimStates];
+  for (int k = 0; k < kernels::kMaxOptimStates; ++k) state[k] = list.state[k][t];
+  const i64 n = list.numel[t];
+  for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < n; i += (i64)blockDim.x * gridDim.x) {
+    update(i, p, g, state);
+  }
+}
+
+template <class T>
+void launch(const kernels::OptimHyper& hyper, const TensorList<T>& list) {
+  i64 largest = 0;
+  for (int t = 0; t < list.count; ++t) largest = std::max(largest, list.numel[t]);
+  advance_steps_kernel<T><<<1, kMaxTensors, 0, stream()>>>(list);
+  MINIDL_CUDA_KERNEL_CHECK();
+  const dim3 grid(std::min(blocks_for(largest, kThreads), kMaxBlocksPerTensor), static_cast<unsigned int>(list.count));
+  kernels::visit_optimizer<T>(hyper.kind, [&](auto ftag) {
+    using F = typename decltype(ftag)::type;
+    update_kernel<F, T><<<grid, kThreads, 0, stream()>>>(hyper, list);
+  });
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+
+template <class T>
+void step_dtype(const kernels::OptimHyper& hyper, const std::vector<kernels::OptimSlot>& slots, Tensor& scalars) {
+  TensorList<T> list;
+  list.scalars = scalars.data_ptr<double>();
+  for (const kernels::OptimSlot& slot : slots) {
+    if (slot.param.dtype() != dtype_of<T>::value) continue;
+    const int t = list.count++;
+    list.index[t] = slot.index;
+    list.numel[t] = slot.param.numel();
+    list.param[t] = slot.param.data_ptr<T>();
+    list.grad[t] = slot.grad.data_ptr<T>();
+    for (int k = 0; k < kernels::kMaxOptimStates; ++k) {
+      list.state[k][t] = slot.state[k].defined() ? slot.state[k].data_ptr<T>() : nullptr;
+    }
+    if (list.count == kMaxTensors) {
+      launch(hyper, list);
+      list.count = 0;
+    }
+  }
+  if (list.count > 0) launch(hyper, list);
+}
+
+}  // namespace
+
+void optim_step(const kernels::OptimHyper& hyper, const std::vector<kernels::OptimSlot>& slots, Tensor& scalars) {
+  step_dtype<float>(hyper, slots, scalars);
+  step_dtype<double>(hyper, slots, scalars);
+}
+
+void optim_set_lr(Tensor& scalars, const double* lr) {
+  MINIDL_CUDA_CHECK(cudaMemcpyAsync(scalars.data_ptr<double>(), lr, sizeof(double), cudaMemcpyHostToDevice, stream()));
+}
+
+}  // namespace gpu
+}  // namespace minidl

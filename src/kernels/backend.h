@@ -1,0 +1,78 @@
+#pragma once
+// The primitive kernels every backend provides, declared once for both namespaces so the CPU (src/cpu) and
+// CUDA (src/cuda) implementations cannot drift apart. All tensors are contiguous; outputs are allocated by
+// the caller (the op layer in src/ops), which has already checked shapes, dtypes and devices.
+#include <cstdint>
+
+#include "kernels/elementwise.h"
+#include "minidl/config.h"
+#include "minidl/tensor.h"
+#if MINIDL_CUDA_ENABLED
+#include "cuda/context.h"
+#endif
+
+#define MINIDL_BACKEND_KERNELS                                                                              \
+  void fill(Tensor& out, double value);                                                                     \
+  /* Same-device copy with dtype conversion. */                                                             \
+  void copy(const Tensor& src, Tensor& dst);                                                                \
+  void arange(Tensor& out, double start, double step);                                                      \
+  void uniform(Tensor& out, double low, double high);                                                       \
+  void normal(Tensor& out, double mean, double stddev);                                                     \
+  void unary(kernels::UnaryOp op, double alpha, const Tensor& x, Tensor& out);                              \
+  /* a and b broadcast to out's shape. */                                                                   \
+  void binary(kernels::BinaryOp op, double alpha, const Tensor& a, const Tensor& b, Tensor& out);           \
+  /* x viewed as (outer, n, inner) reduced over n into out (outer, inner); indices (int64) for Max. */      \
+  void reduce(kernels::ReduceOp op, const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, \
+              Tensor& out, Tensor* indices);                                                                \
+  /* dx (outer, n, inner) = 0 except dx[o, indices[o, i], i] = grad[o, i]. */                              \
+  void scatter_reduced(const Tensor& grad, const Tensor& indices, std::int64_t outer, std::int64_t n,       \
+                       std::int64_t inner, Tensor& dx);                                                     \
+  /* out[b] = op(a[b]) * op(b[b]) with a: (batch, m, k) or (batch, k, m) when trans_a, likewise b. */       \
+  void matmul(const Tensor& a, const Tensor& b, Tensor& out, std::int64_t batch, std::int64_t m,            \
+              std::int64_t n, std::int64_t k, bool trans_a, bool trans_b);                                  \
+  /* x viewed as (A, d0, B, d1, C) written to out as (A, d1, B, d0, C). */                                  \
+  void transpose(const Tensor& x, Tensor& out, std::int64_t A, std::int64_t d0, std::int64_t B,             \
+                 std::int64_t d1, std::int64_t C);                                                          \
+  /* Softmax (or log-softmax) over n of an (outer, n, inner) view, and its backward from the output y. */   \
+  void softmax_forward(const Tensor& x, Tensor& y, std::int64_t outer, std::int64_t n, std::int64_t inner,  \
+                       bool log);                                                                           \
+  void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx, std::int64_t outer, std::int64_t n,  \
+                        std::int64_t inner, bool log);
+
+namespace minidl {
+namespace cpu {
+MINIDL_BACKEND_KERNELS
+}  // namespace cpu
+#if MINIDL_CUDA_ENABLED
+namespace gpu {
+MINIDL_BACKEND_KERNELS
+/// Copies bytes between any two devices (host<->device, device<->device); a copy to the host waits for it.
+void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
+}  // namespace gpu
+#endif
+}  // namespace minidl
+
+// Runs `body` on the backend of `device`: MINIDL_ON_BACKEND(t.device(), fill(out, 1.0)).
+#if MINIDL_CUDA_ENABLED
+#define MINIDL_ON_BACKEND(device, call) \
+  do {                                  \
+    if ((device).is_cuda()) {           \
+      ::minidl::gpu::DeviceGuard guard_((device).index()); \
+      ::minidl::gpu::call;              \
+    } else {                            \
+      ::minidl::cpu::call;              \
+    }                                   \
+  } while (0)
+#else
+#define MINIDL_ON_BACKEND(device, call)                                                             \
+  do {                                                                                              \
+    if ((device).is_cuda()) ::minidl::detail::throw_cuda_not_built();                               \
+    ::minidl::cpu::call;                                                                            \
+  } while (0)
+#endif
+
+namespace minidl {
+namespace detail {
+[[noreturn]] void throw_cuda_not_built();
+}  // namespace detail
+}  // namespace minidl

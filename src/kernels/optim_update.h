@@ -1,0 +1,159 @@
+#pragma once
+// The optimizers' update rules as per-element functors compiled for both host and device, so the CPU and CUDA
+// backends apply exactly the same formula (PyTorch's single-tensor path, operation for operation). A functor is
+// built once per parameter and step from the hyper-parameters, the current learning rate and the parameter's
+// step count (1 on its first update), then called for every element i with the parameter, its gradient and its
+// state buffers. Coefficients are derived in double, as PyTorch's Python scalars are, then rounded to T.
+#include <cstdint>
+
+#include "kernels/dispatch_types.h"
+#include "kernels/elementwise.h"
+#include "minidl/tensor.h"
+
+namespace minidl {
+namespace kernels {
+
+enum class OptimKind : std::uint8_t { Sgd, Adam, Adadelta };
+
+/// Fixed settings of one optimizer (trivially copyable: passed to kernels by value).
+struct OptimHyper {
+  OptimKind kind = OptimKind::Sgd;
+  double weight_decay = 0.0;
+  double momentum = 0.0, dampening = 0.0;  // SGD
+  bool nesterov = false;
+  double beta1 = 0.9, beta2 = 0.999;       // Adam, AdamW
+  bool amsgrad = false;
+  bool decoupled_weight_decay = false;     // AdamW
+  double rho = 0.9;                        // Adadelta
+  double eps = 1e-8;                       // Adam, AdamW, Adadelta
+};
+
+/// Most state buffers any optimizer keeps per parameter (Adam with amsgrad: exp_avg, exp_avg_sq, max_exp_avg_sq).
+constexpr int kMaxOptimStates = 3;
+
+/// One parameter to update: its position in the optimizer (which selects its step counter), the parameter, its
+/// gradient and its state buffers in the optimizer's order (undefined where the configuration needs none).
+struct OptimSlot {
+  int index = 0;
+  Tensor param;
+  Tensor grad;
+  Tensor state[kMaxOptimStates];
+};
+
+/// PyTorch's lerp: start + w * (end - start), computed from the nearer end for accuracy.
+template <class T>
+MINIDL_HD T lerp(T start, T end, T w) {
+  return (w < T(0.5) && w > T(-0.5)) ? start + w * (end - start) : end - (end - start) * (T(1) - w);
+}
+
+/// SGD (torch/optim/sgd.py). State: momentum_buffer, used only when momentum != 0.
+template <class T>
+struct SgdUpdate {
+  static constexpr double kCost = 8;  // rough cycles per element, for the CPU's work splitting
+  T lr, weight_decay, momentum, keep;  // keep = 1 - dampening
+  bool nesterov, first;
+
+  MINIDL_HD SgdUpdate(const OptimHyper& h, double lr_now, double step)
+      : lr(static_cast<T>(lr_now)),
+        weight_decay(static_cast<T>(h.weight_decay)),
+        momentum(static_cast<T>(h.momentum)),
+        keep(static_cast<T>(1.0 - h.dampening)),
+        nesterov(h.nesterov),
+        first(step == 1.0) {}
+
+  MINIDL_HD void operator()(std::int64_t i, T* p, const T* g, T* const* state) const {
+    T d = g[i];
+    if (weight_decay != T(0)) d = d + weight_decay * p[i];
+    if (momentum != T(0)) {
+      T& buf = state[0][i];
+      // The buffer starts as a copy of the first gradient, not as momentum applied to zeros.
+      buf = first ? d : buf * momentum + keep * d;
+      d = nesterov ? d + momentum * buf : buf;
+    }
+    p[i] = p[i] + (-lr) * d;
+  }
+};
+
+/// Adam (torch/optim/adam.py) and, with decoupled_weight_decay, AdamW (adamw.py).
+/// State: exp_avg, exp_avg_sq, and max_exp_avg_sq when amsgrad.
+template <class T>
+struct AdamUpdate {
+  static constexpr double kCost = 20;
+  T weight_decay, decay;  // decay = 1 - lr * weight_decay (AdamW's multiplicative shrink)
+  T one_minus_beta1, beta2, one_minus_beta2, neg_step_size, bias_correction2_sqrt, eps;
+  bool amsgrad, decoupled;
+
+  MINIDL_HD AdamUpdate(const OptimHyper& h, double lr_now, double step)
+      : weight_decay(static_cast<T>(h.weight_decay)),
+        decay(static_cast<T>(1.0 - lr_now * h.weight_decay)),
+        one_minus_beta1(static_cast<T>(1.0 - h.beta1)),
+        beta2(static_cast<T>(h.beta2)),
+        one_minus_beta2(static_cast<T>(1.0 - h.beta2)),
+        neg_step_size(static_cast<T>(-(lr_now / (1.0 - ::pow(h.beta1, step))))),
+        bias_correction2_sqrt(static_cast<T>(::sqrt(1.0 - ::pow(h.beta2, step)))),
+        eps(static_cast<T>(h.eps)),
+        amsgrad(h.amsgrad),
+        decoupled(h.decoupled_weight_decay) {}
+
+  MINIDL_HD void operator()(std::int64_t i, T* p, const T* g, T* const* state) const {
+    T grad = g[i];
+    if (weight_decay != T(0)) {
+      if (decoupled) {
+        p[i] = p[i] * decay;
+      } else {
+        grad = grad + weight_decay * p[i];
+      }
+    }
+    T& m = state[0][i];
+    T& v = state[1][i];
+    m = lerp(m, grad, one_minus_beta1);
+    v = v * beta2 + one_minus_beta2 * grad * grad;
+    T second = v;
+    if (amsgrad) {
+      T& vmax = state[2][i];
+      vmax = vmax >= v ? vmax : v;  // NaN in v propagates, as torch.maximum
+      second = vmax;
+    }
+    const T denom = m_sqrt(second) / bias_correction2_sqrt + eps;
+    p[i] = p[i] + neg_step_size * m / denom;
+  }
+};
+
+/// Adadelta (torch/optim/adadelta.py). State: square_avg, acc_delta.
+template <class T>
+struct AdadeltaUpdate {
+  static constexpr double kCost = 30;
+  T lr, weight_decay, rho, one_minus_rho, eps;
+
+  MINIDL_HD AdadeltaUpdate(const OptimHyper& h, double lr_now, double /*step*/)
+      : lr(static_cast<T>(lr_now)),
+        weight_decay(static_cast<T>(h.weight_decay)),
+        rho(static_cast<T>(h.rho)),
+        one_minus_rho(static_cast<T>(1.0 - h.rho)),
+        eps(static_cast<T>(h.eps)) {}
+
+  MINIDL_HD void operator()(std::int64_t i, T* p, const T* g, T* const* state) const {
+    T grad = g[i];
+    if (weight_decay != T(0)) grad = grad + weight_decay * p[i];
+    T& square_avg = state[0][i];
+    T& acc_delta = state[1][i];
+    square_avg = square_avg * rho + one_minus_rho * grad * grad;
+    const T std_dev = m_sqrt(square_avg + eps);
+    const T delta = m_sqrt(acc_delta + eps) / std_dev * grad;
+    acc_delta = acc_delta * rho + one_minus_rho * delta * delta;
+    p[i] = p[i] + (-lr) * delta;
+  }
+};
+
+/// Calls f(TypeTag<Functor<T>>{}) for the update rule of `kind`, once per call (not per element).
+template <class T, class F>
+void visit_optimizer(OptimKind kind, F&& f) {
+  switch (kind) {
+    case OptimKind::Sgd: f(TypeTag<SgdUpdate<T>>{}); return;
+    case OptimKind::Adam: f(TypeTag<AdamUpdate<T>>{}); return;
+    case OptimKind::Adadelta: f(TypeTag<AdadeltaUpdate<T>>{}); return;
+  }
+}
+
+}  // namespace kernels
+}  // namespace minidl

@@ -1,0 +1,31 @@
+#pragma once
+// Argument checks and small helpers shared by the op entry points.
+#include <cstdint>
+#include <vector>
+
+#include "core/tensor_impl.h"
+#include "kernels/backend.h"
+#include "minidl/ops.h"
+
+namespace minidl {
+namespace ops {
+
+/// Throws unless `t` is defined.
+void check_defined(const Tensor& t, const char* op, const char* arg);
+/// Throws TypeError naming the op and both operands unless they share device and dtype.
+void check_same(const Tensor& a, const Tensor& b, const char* op);
+/// Throws TypeError unless t is float32 or float64.
+void check_floating(const Tensor& t, const char* op);
+/// Wraps a possibly negative dim into [0, ndim).
+std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op);
+/// Sorted, unique, wrapped dims (all dims when `dims` is empty).
+std::vector<std::int64_t> normalize_dims(const std::vector<std::int64_t>& dims, std::int64_t ndim, const char* op);
+/// Product of shape[begin, end).
+std::int64_t prod(const Shape& s, std::size_t begin, std::size_t end);
+/// A new uninitialised tensor with t's dtype and device.
+Tensor empty_as(const Shape& shape, const Tensor& t);
+/// `g` broadcast to `shape` (materialised).
+Tensor expand_to(const Tensor& g, const Shape& shape);
+
+}  // namespace ops
+}  // namespace minidl

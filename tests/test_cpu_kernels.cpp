@@ -1,0 +1,322 @@
+// The CPU layer kernels against the plain references in reference_kernels.h: random inputs, float and double,
+// every element of every output compared. Outputs start filled with NaN so a kernel that fails to overwrite
+// an element is caught.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cpu/batch_norm.h"
+#include "cpu/conv2d.h"
+#include "cpu/pool2d.h"
+#include "minidl/errors.h"
+#include "reference_kernels.h"
+
+namespace minidl {
+namespace {
+
+template <class T>
+struct Tolerance;
+template <>
+struct Tolerance<float> {
+  static constexpr double rtol = 1e-4, atol = 1e-5;
+};
+template <>
+struct Tolerance<double> {
+  static constexpr double rtol = 1e-10, atol = 1e-10;
+};
+
+template <class T>
+std::vector<T> uniform(std::int64_t n, std::mt19937& rng, double lo = -1.0, double hi = 1.0) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<T> v(static_cast<std::size_t>(n));
+  for (T& e : v) e = static_cast<T>(dist(rng));
+  return v;
+}
+
+template <class T>
+std::vector<T> nans(std::int64_t n) {
+  return std::vector<T>(static_cast<std::size_t>(n), std::numeric_limits<T>::quiet_NaN());
+}
+
+/// |got - want| <= atol * scale + rtol * |want| for every element, where scale = max(1, RMS of want): an element
+/// that cancels to near zero in a long sum still carries the rounding error of the sum's large partial terms,
+/// which is proportional to the typical magnitude of the output, not to the element.
+template <class T>
+void expect_all_close(const std::vector<T>& got, const std::vector<T>& want, const std::string& what) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  double sum_sq = 0;
+  for (T w : want) sum_sq += static_cast<double>(w) * static_cast<double>(w);
+  const double scale = std::max(1.0, std::sqrt(sum_sq / static_cast<double>(std::max<std::size_t>(1, want.size()))));
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = got[i], w = want[i];
+    if (!(std::abs(g - w) <= Tolerance<T>::atol * scale + Tolerance<T>::rtol * std::abs(w))) {  // NaN fails too
+      if (bad < 5) ADD_FAILURE() << what << "[" << i << "]: got " << g << ", expected " << w;
+      ++bad;
+    }
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size() << " elements differ";
+}
+
+template <class T>
+class CpuKernels : public ::testing::Test {};
+using FloatTypes = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(CpuKernels, FloatTypes);
+
+// ---- convolution -------------------------------------------------------------------------------------------
+
+struct ConvCase {
+  const char* name;
+  std::int64_t N, C, H, W, K, R, S;
+  std::int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+  bool bias = true;
+};
+
+std::vector<ConvCase> conv_cases() {
+  std::vector<ConvCase> cases;
+  auto add = [&](ConvCase c) { cases.push_back(c); };
+  add({"odd_7x5_batch1", 1, 1, 7, 5, 2, 3, 3});
+  add({"batch3_stride2_pad1", 3, 3, 7, 5, 4, 3, 3, 2, 2, 1, 1});
+  add({"dilation2_pad1_nonsquare", 3, 2, 7, 5, 3, 3, 2, 1, 1, 1, 1, 2, 2});
+  add({"groups2_pad1", 3, 4, 7, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2});
+  add({"depthwise_stride2", 2, 3, 6, 7, 3, 3, 3, 2, 2, 1, 1, 1, 1, 3, false});
+  add({"1x1_direct", 3, 5, 7, 5, 4, 1, 1});
+  add({"1x1_direct_groups2_nobias", 2, 4, 5, 3, 6, 1, 1, 1, 1, 0, 0, 1, 1, 2, false});
+  add({"1x1_stride2", 3, 4, 7, 5, 3, 1, 1, 2, 2});
+  add({"1x1_pad1", 2, 3, 5, 5, 2, 1, 1, 1, 1, 1, 1});
+  add({"asymmetric_everything", 3, 3, 9, 6, 5, 2, 4, 2, 1, 1, 2, 1, 2});
+  add({"taps_entirely_in_padding", 2, 2, 1, 2, 3, 5, 3, 1, 1, 2, 1});
+  add({"taps_entirely_in_padding_stride2", 2, 2, 1, 2, 3, 4, 3, 2, 1, 2, 1});
+  add({"batch5_groups2_stride2_dilation2", 5, 4, 9, 8, 4, 3, 3, 2, 2, 2, 2, 2, 2, 2});
+  add({"mnist_conv1", 2, 1, 28, 28, 32, 3, 3});
+  add({"mnist_conv2", 2, 32, 26, 26, 64, 3, 3});
+  return cases;
+}
+
+kernels::Conv2dParams conv_params(const ConvCase& c) {
+  kernels::Conv2dParams p;
+  p.N = c.N, p.C = c.C, p.H = c.H, p.W = c.W, p.K = c.K, p.R = c.R, p.S = c.S;
+  p.stride_h = c.sh, p.stride_w = c.sw, p.pad_h = c.ph, p.pad_w = c.pw, p.dil_h = c.dh, p.dil_w = c.dw;
+  p.groups = c.groups;
+  p.finalize("test conv");
+  return p;
+}
+
+TYPED_TEST(CpuKernels, Conv2dMatchesReference) {
+  using T = TypeParam;
+  std::mt19937 rng(1234);
+  for (const ConvCase& c : conv_cases()) {
+    SCOPED_TRACE(c.name);
+    const kernels::Conv2dParams p = conv_params(c);
+    const std::int64_t xs = p.N * p.C * p.H * p.W, ws = p.K * (p.C / p.groups) * p.R * p.S,
+                       ys = p.N * p.K * p.P * p.Q;
+    const auto x = uniform<T>(xs, rng), w = uniform<T>(ws, rng), b = uniform<T>(p.K, rng), dy = uniform<T>(ys, rng);
+    const T* bias = c.bias ? b.data() : nullptr;
+
+    auto y = nans<T>(ys), y_ref = nans<T>(ys);
+    cpu::conv2d_forward(p, x.data(), w.data(), bias, y.data());
+    ref::conv2d_forward(p, x.data(), w.data(), bias, y_ref.data());
+    expect_all_close(y, y_ref, "y");
+
+    auto dx = nans<T>(xs), dx_ref = nans<T>(xs);
+    cpu::conv2d_backward_input(p, dy.data(), w.data(), dx.data());
+    ref::conv2d_backward_input(p, dy.data(), w.data(), dx_ref.data());
+    expect_all_close(dx, dx_ref, "dx");
+
+    auto dw = nans<T>(ws), dw_ref = nans<T>(ws), db = nans<T>(p.K), db_ref = nans<T>(p.K);
+    T* dbias = c.bias ? db.data() : nullptr;
+    cpu::conv2d_backward_weight(p, x.data(), dy.data(), dw.data(), dbias);
+    ref::conv2d_backward_weight(p, x.data(), dy.data(), dw_ref.data(), c.bias ? db_ref.data() : nullptr);
+    expect_all_close(dw, dw_ref, "dw");
+    if (c.bias) expect_all_close(db, db_ref, "dbias");
+
+    // A second call from stale outputs must give bitwise the same result (fixed reduction order).
+    auto dw2 = nans<T>(ws), db2 = nans<T>(p.K);
+    cpu::conv2d_backward_weight(p, x.data(), dy.data(), dw2.data(), c.bias ? db2.data() : nullptr);
+    EXPECT_EQ(dw2, dw);
+  }
+}
+
+TEST(CpuConv2d, RejectsInvalidParams) {
+  kernels::Conv2dParams p;
+  p.N = 1, p.C = 3, p.H = 5, p.W = 5, p.K = 4, p.R = 3, p.S = 3;
+  std::vector<float> x(75), w(108), y(100);
+  EXPECT_THROW(cpu::conv2d_forward<float>(p, x.data(), w.data(), nullptr, y.data()), ValueError);  // not finalized
+  p.groups = 2;  // 4 output channels divide, 3 input channels do not
+  p.finalize("test conv");
+  EXPECT_THROW(cpu::conv2d_forward<float>(p, x.data(), w.data(), nullptr, y.data()), ValueError);
+}
+
+// ---- pooling -----------------------------------------------------------------------------------------------
+
+struct PoolCase {
+  const char* name;
+  std::int64_t N, C, H, W, kh, kw, sh, sw, ph = 0, pw = 0;
+};
+
+std::vector<PoolCase> pool_cases() {
+  return {
+      {"mnist_k2s2", 2, 3, 24, 24, 2, 2, 2, 2},
+      {"odd_7x5_batch1_k2s2", 1, 2, 7, 5, 2, 2, 2, 2},
+      {"batch3_k3s2p1", 3, 2, 7, 5, 3, 3, 2, 2, 1, 1},
+      {"nonsquare", 3, 2, 7, 6, 3, 2, 1, 2, 1, 0},
+      {"overlapping_s1", 2, 1, 5, 5, 3, 3, 1, 1},
+      {"k1", 1, 2, 4, 3, 1, 1, 1, 1},
+      {"global", 3, 2, 7, 5, 7, 5, 1, 1},
+  };
+}
+
+kernels::Pool2dParams pool_params(const PoolCase& c) {
+  kernels::Pool2dParams p;
+  p.N = c.N, p.C = c.C, p.H = c.H, p.W = c.W, p.kh = c.kh, p.kw = c.kw, p.sh = c.sh, p.sw = c.sw, p.ph = c.ph,
+  p.pw = c.pw;
+  p.finalize("test pool");
+  return p;
+}
+
+// Max pool checked on continuous inputs, on inputs with many ties (integers in [-2, 2]: the first maximum must
+// win) and on all-negative inputs (padding must not produce a 0 maximum).
+TYPED_TEST(CpuKernels, MaxPool2dMatchesReference) {
+  using T = TypeParam;
+  std::mt19937 rng(99);
+  for (const PoolCase& c : pool_cases()) {
+    SCOPED_TRACE(c.name);
+    const kernels::Pool2dParams p = pool_params(c);
+    const std::int64_t xs = p.N * p.C * p.H * p.W, ys = p.N * p.C * p.P * p.Q;
+    auto ties = uniform<T>(xs, rng, -2.5, 2.5);
+    for (T& v : ties) v = std::round(v);
+    for (const auto& x : {uniform<T>(xs, rng), ties, uniform<T>(xs, rng, -3.0, -1.0)}) {
+      auto y = nans<T>(ys), y_ref = nans<T>(ys);
+      std::vector<std::int64_t> idx(static_cast<std::size_t>(ys), -7), idx_ref(static_cast<std::size_t>(ys), -7);
+      cpu::max_pool2d_forward(p, x.data(), y.data(), idx.data());
+      ref::max_pool2d_forward(p, x.data(), y_ref.data(), idx_ref.data());
+      expect_all_close(y, y_ref, "y");
+      EXPECT_EQ(idx, idx_ref);
+
+      const auto dy = uniform<T>(ys, rng);
+      auto dx = nans<T>(xs), dx_ref = nans<T>(xs);
+      cpu::max_pool2d_backward(p, dy.data(), idx.data(), dx.data());
+      ref::max_pool2d_backward(p, dy.data(), idx_ref.data(), dx_ref.data());
+      expect_all_close(dx, dx_ref, "dx");
+    }
+  }
+}
+
+TYPED_TEST(CpuKernels, MaxPool2dPropagatesNaN) {
+  using T = TypeParam;
+  kernels::Pool2dParams p;
+  p.N = 1, p.C = 1, p.H = 2, p.W = 2, p.kh = 2, p.kw = 2, p.sh = 2, p.sw = 2;
+  p.finalize("test pool");
+  const std::vector<T> x = {T(1), std::numeric_limits<T>::quiet_NaN(), T(5), T(2)};
+  T y = 0;
+  std::int64_t idx = -1;
+  cpu::max_pool2d_forward(p, x.data(), &y, &idx);
+  EXPECT_TRUE(std::isnan(y));
+  EXPECT_EQ(idx, 1);
+}
+
+TEST(CpuMaxPool2d, BackwardRejectsIndexOutsidePlane) {
+  kernels::Pool2dParams p;
+  p.N = 1, p.C = 2, p.H = 2, p.W = 2, p.kh = 2, p.kw = 2, p.sh = 2, p.sw = 2;
+  p.finalize("test pool");
+  const std::vector<float> dy = {1.f, 2.f};
+  const std::vector<std::int64_t> idx = {3, 4};
+  std::vector<float> dx(8);
+  EXPECT_THROW(cpu::max_pool2d_backward<float>(p, dy.data(), idx.data(), dx.data()), IndexError);
+}
+
+TYPED_TEST(CpuKernels, AvgPool2dMatchesReference) {
+  using T = TypeParam;
+  std::mt19937 rng(7);
+  for (const PoolCase& c : pool_cases()) {
+    SCOPED_TRACE(c.name);
+    const kernels::Pool2dParams p = pool_params(c);
+    const std::int64_t xs = p.N * p.C * p.H * p.W, ys = p.N * p.C * p.P * p.Q;
+    const auto x = uniform<T>(xs, rng), dy = uniform<T>(ys, rng);
+    auto y = nans<T>(ys), y_ref = nans<T>(ys), dx = nans<T>(xs), dx_ref = nans<T>(xs);
+    cpu::avg_pool2d_forward(p, x.data(), y.data());
+    ref::avg_pool2d_forward(p, x.data(), y_ref.data());
+    expect_all_close(y, y_ref, "y");
+    cpu::avg_pool2d_backward(p, dy.data(), dx.data());
+    ref::avg_pool2d_backward(p, dy.data(), dx_ref.data());
+    expect_all_close(dx, dx_ref, "dx");
+  }
+}
+
+// ---- batch norm --------------------------------------------------------------------------------------------
+
+struct BatchNormCase {
+  const char* name;
+  std::int64_t N, C, HW;
+  bool affine, running;
+};
+
+TYPED_TEST(CpuKernels, BatchNormMatchesReference) {
+  using T = TypeParam;
+  std::mt19937 rng(2024);
+  const std::vector<BatchNormCase> cases = {
+      {"batch1_7x5", 1, 3, 35, true, true},     {"batch3_7x5", 3, 5, 35, true, true},
+      {"batch3_no_affine", 3, 5, 35, false, true}, {"hw1_no_running", 4, 2, 1, true, false},
+      {"mnist_like", 4, 64, 576, true, true},
+  };
+  for (const BatchNormCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    kernels::BatchNormParams p;
+    p.N = c.N, p.C = c.C, p.HW = c.HW, p.eps = 1e-5, p.momentum = 0.1;
+    const std::int64_t n = p.N * p.C * p.HW;
+    // Values around 3 with spread 2: a mean far from 0 exposes cancellation in the variance.
+    const auto x = uniform<T>(n, rng, 1.0, 5.0), dy = uniform<T>(n, rng);
+    const auto gamma = uniform<T>(p.C, rng, 0.5, 1.5), beta = uniform<T>(p.C, rng);
+    const T* g = c.affine ? gamma.data() : nullptr;
+    const T* b = c.affine ? beta.data() : nullptr;
+    const auto rm0 = uniform<T>(p.C, rng), rv0 = uniform<T>(p.C, rng, 0.5, 2.0);
+
+    auto y = nans<T>(n), y_ref = nans<T>(n);
+    auto mean = nans<T>(p.C), mean_ref = nans<T>(p.C), invstd = nans<T>(p.C), invstd_ref = nans<T>(p.C);
+    auto rm = rm0, rv = rv0, rm_ref = rm0, rv_ref = rv0;
+    cpu::batch_norm_forward_train(p, x.data(), g, b, y.data(), mean.data(), invstd.data(),
+                                  c.running ? rm.data() : nullptr, c.running ? rv.data() : nullptr);
+    ref::batch_norm_forward_train(p, x.data(), g, b, y_ref.data(), mean_ref.data(), invstd_ref.data(),
+                                  c.running ? rm_ref.data() : nullptr, c.running ? rv_ref.data() : nullptr);
+    expect_all_close(y, y_ref, "y");
+    expect_all_close(mean, mean_ref, "save_mean");
+    expect_all_close(invstd, invstd_ref, "save_invstd");
+    expect_all_close(rm, rm_ref, "running_mean");
+    expect_all_close(rv, rv_ref, "running_var");
+
+    auto dx = nans<T>(n), dx_ref = nans<T>(n);
+    auto dgamma = nans<T>(p.C), dgamma_ref = nans<T>(p.C), dbeta = nans<T>(p.C), dbeta_ref = nans<T>(p.C);
+    cpu::batch_norm_backward(p, x.data(), dy.data(), g, mean.data(), invstd.data(), dx.data(),
+                             c.affine ? dgamma.data() : nullptr, c.affine ? dbeta.data() : nullptr);
+    ref::batch_norm_backward(p, x.data(), dy.data(), g, mean_ref.data(), invstd_ref.data(), dx_ref.data(),
+                             dgamma_ref.data(), dbeta_ref.data());
+    expect_all_close(dx, dx_ref, "dx");
+    if (c.affine) {
+      expect_all_close(dgamma, dgamma_ref, "dgamma");
+      expect_all_close(dbeta, dbeta_ref, "dbeta");
+    }
+
+    auto ye = nans<T>(n), ye_ref = nans<T>(n);
+    cpu::batch_norm_forward_eval(p, x.data(), g, b, rm0.data(), rv0.data(), ye.data());
+    ref::batch_norm_forward_eval(p, x.data(), g, b, rm0.data(), rv0.data(), ye_ref.data());
+    expect_all_close(ye, ye_ref, "y (eval)");
+  }
+}
+
+TEST(CpuBatchNorm, TrainingRejectsOneValuePerChannel) {
+  kernels::BatchNormParams p;
+  p.N = 1, p.C = 2, p.HW = 1;
+  std::vector<float> x = {1.f, 2.f}, y(2), mean(2), invstd(2);
+  EXPECT_THROW(cpu::batch_norm_forward_train<float>(p, x.data(), nullptr, nullptr, y.data(), mean.data(),
+                                                    invstd.data(), nullptr, nullptr),
+               ValueError);
+}
+
+}  // namespace
+}  // namespace minidl

@@ -1,0 +1,534 @@
+// The GPU layer kernels (cuDNN convolution and batch norm, own pooling kernels) against the plain references in
+// reference_kernels.h: random inputs, float and double, every element of every output compared, TF32 off.
+// Device outputs start filled with NaN bytes (indices with -1) so an element a kernel fails to write is caught.
+#include "minidl/config.h"
+
+#if MINIDL_CUDA_ENABLED
+
+#include <cuda_runtime.h>
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstddef>
+#include <cstdint>
+#include <exception>
+#include <limits>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "cuda/batch_norm.h"
+#include "cuda/context.h"
+#include "cuda/conv2d.h"
+#include "cuda/pool2d.h"
+#include "minidl/cuda.h"
+#include "minidl/errors.h"
+#include "reference_kernels.h"
+
+namespace minidl {
+namespace {
+
+std::string no_device_reason() {
+  int count = 0;
+  const cudaError_t err = cudaGetDeviceCount(&count);
+  if (err != cudaSuccess) return detail::str("cudaGetDeviceCount failed: ", cudaGetErrorString(err));
+  if (count == 0) return "cudaGetDeviceCount returned 0";
+  return "";
+}
+
+// A convolution output sums up to tens of thousands of products, and cuDNN's algorithms (blocked GEMMs,
+// Winograd, FFT) round differently from the reference. Their error grows with the sum of the products'
+// magnitudes, not with the (cancelling) result, so convolution outputs may also differ by sum_rtol times the
+// same convolution of |x|, |w| and |dy|. For float that is about 30 units of roundoff of that sum (TF32 is
+// off); a wrong tap still shows up as an error of the order of the result itself.
+template <class T>
+struct Tolerance;
+template <>
+struct Tolerance<float> {
+  static constexpr double rtol = 1e-4, atol = 1e-5, sum_rtol = 4e-6;
+};
+template <>
+struct Tolerance<double> {
+  static constexpr double rtol = 1e-10, atol = 1e-10, sum_rtol = 1e-13;
+};
+
+template <class T>
+std::vector<T> uniform(std::int64_t n, std::mt19937& rng, double lo = -1.0, double hi = 1.0) {
+  std::uniform_real_distribution<double> dist(lo, hi);
+  std::vector<T> v(static_cast<std::size_t>(n));
+  for (T& e : v) e = static_cast<T>(dist(rng));
+  return v;
+}
+
+template <class T>
+std::vector<T> nans(std::int64_t n) {
+  return std::vector<T>(static_cast<std::size_t>(n), std::numeric_limits<T>::quiet_NaN());
+}
+
+/// Checks |got - want| <= atol + rtol * |want| (+ sum_rtol * magnitude, where given) for every element.
+template <class T>
+void expect_all_close(const std::vector<T>& got, const std::vector<T>& want, const std::string& what,
+                      double rtol = Tolerance<T>::rtol, double atol = Tolerance<T>::atol,
+                      const std::vector<T>* magnitude = nullptr, double sum_rtol = 0) {
+  ASSERT_EQ(got.size(), want.size()) << what;
+  if (magnitude) {
+    ASSERT_EQ(magnitude->size(), want.size()) << what;
+  }
+  std::size_t bad = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = got[i], w = want[i];
+    const double tol = atol + rtol * std::abs(w) + (magnitude ? sum_rtol * (*magnitude)[i] : 0.0);
+    if (!(std::abs(g - w) <= tol)) {  // NaN fails too
+      if (bad < 5)
+        ADD_FAILURE() << what << "[" << i << "]: got " << g << ", expected " << w << " (tolerance " << tol << ")";
+      ++bad;
+    }
+  }
+  EXPECT_EQ(bad, 0u) << what << ": " << bad << " of " << got.size() << " elements differ";
+}
+
+/// Device memory for one test, copied on the library's stream (a non-blocking stream: plain cudaMemcpy would
+/// not be ordered with the kernels).
+template <class T>
+class DeviceBuffer {
+ public:
+  explicit DeviceBuffer(std::int64_t n) : n_(static_cast<std::size_t>(n)) {
+    MINIDL_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&ptr_), bytes()));
+    MINIDL_CUDA_CHECK(cudaMemsetAsync(ptr_, 0xFF, bytes(), gpu::stream()));  // NaN, or -1 for indices
+  }
+  explicit DeviceBuffer(const std::vector<T>& host) : DeviceBuffer(static_cast<std::int64_t>(host.size())) {
+    MINIDL_CUDA_CHECK(cudaMemcpyAsync(ptr_, host.data(), bytes(), cudaMemcpyHostToDevice, gpu::stream()));
+    // The host vector may die right after; wait until the copy has read it.
+    MINIDL_CUDA_CHECK(cudaStreamSynchronize(gpu::stream()));
+  }
+  ~DeviceBuffer() { cudaFree(ptr_); }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+
+  T* get() const { return ptr_; }
+  std::vector<T> host() const {
+    std::vector<T> out(n_);
+    MINIDL_CUDA_CHECK(cudaMemcpyAsync(out.data(), ptr_, bytes(), cudaMemcpyDeviceToHost, gpu::stream()));
+    MINIDL_CUDA_CHECK(cudaStreamSynchronize(gpu::stream()));
+    return out;
+  }
+
+ private:
+  std::size_t bytes() const { return n_ * sizeof(T); }
+  std::size_t n_;
+  T* ptr_ = nullptr;
+};
+
+/// Skips without a device; runs every test with TF32 off and nondeterministic algorithms allowed, restoring the
+/// global settings afterwards.
+class GpuTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    const std::string reason = no_device_reason();
+    if (!reason.empty()) GTEST_SKIP() << "no CUDA device: " << reason;
+    saved_tf32_conv_ = cuda::allow_tf32_conv();
+    saved_tf32_matmul_ = cuda::allow_tf32_matmul();
+    saved_deterministic_ = deterministic();
+    cuda::set_allow_tf32(false, false);
+    set_deterministic(false);
+  }
+  void TearDown() override {
+    cuda::set_allow_tf32(saved_tf32_conv_, saved_tf32_matmul_);
+    set_deterministic(saved_deterministic_);
+  }
+
+ private:
+  bool saved_tf32_conv_ = true, saved_tf32_matmul_ = false, saved_deterministic_ = false;
+};
+
+template <class T>
+class GpuKernels : public GpuTest {};
+using FloatTypes = ::testing::Types<float, double>;
+TYPED_TEST_SUITE(GpuKernels, FloatTypes);
+
+// ---- convolution -------------------------------------------------------------------------------------------
+
+struct ConvCase {
+  const char* name;
+  std::int64_t N, C, H, W, K, R, S;
+  std::int64_t sh = 1, sw = 1, ph = 0, pw = 0, dh = 1, dw = 1, groups = 1;
+  bool bias = true;
+};
+
+std::vector<ConvCase> conv_cases() {
+  return {
+      {"odd_7x5_batch1", 1, 1, 7, 5, 2, 3, 3},
+      {"batch3_stride2_pad1", 3, 3, 7, 5, 4, 3, 3, 2, 2, 1, 1},
+      {"dilation2_pad1_nonsquare_kernel", 3, 2, 7, 5, 3, 3, 2, 1, 1, 1, 1, 2, 2},
+      {"groups2_pad1_nobias", 3, 4, 7, 5, 6, 3, 3, 1, 1, 1, 1, 1, 1, 2, false},
+      {"depthwise_stride2", 2, 3, 6, 7, 3, 3, 3, 2, 2, 1, 1, 1, 1, 3},
+      {"1x1", 3, 5, 7, 5, 4, 1, 1},
+      {"asymmetric_everything", 3, 3, 9, 6, 5, 2, 4, 2, 1, 1, 2, 1, 2},
+      {"taps_entirely_in_padding", 2, 2, 1, 2, 3, 5, 3, 1, 1, 2, 1},
+      {"batch5_groups2_stride2_dilation2", 5, 4, 9, 8, 4, 3, 3, 2, 2, 2, 2, 2, 2, 2},
+      {"mnist_conv1", 64, 1, 28, 28, 32, 3, 3},
+      {"mnist_conv2", 8, 32, 26, 26, 64, 3, 3},
+  };
+}
+
+kernels::Conv2dParams conv_params(const ConvCase& c) {
+  kernels::Conv2dParams p;
+  p.N = c.N, p.C = c.C, p.H = c.H, p.W = c.W, p.K = c.K, p.R = c.R, p.S = c.S;
+  p.stride_h = c.sh, p.stride_w = c.sw, p.pad_h = c.ph, p.pad_w = c.pw, p.dil_h = c.dh, p.dil_w = c.dw;
+  p.groups = c.groups;
+  p.finalize("test conv");
+  return p;
+}
+
+template <class T>
+std::vector<T> absolute(const std::vector<T>& v) {
+  std::vector<T> out(v.size());
+  for (std::size_t i = 0; i < v.size(); ++i) out[i] = std::abs(v[i]);
+  return out;
+}
+
+/// Host inputs of one convolution case, the reference outputs, and the reference run on absolute values (the
+/// sums of the products' magnitudes, which bound the rounding error).
+template <class T>
+struct ConvProblem {
+  kernels::Conv2dParams p;
+  bool bias;
+  std::int64_t xs, ws, ys;
+  std::vector<T> x, w, b, dy;
+  std::vector<T> y_ref, dx_ref, dw_ref, db_ref;
+  std::vector<T> y_mag, dx_mag, dw_mag, db_mag;
+
+  ConvProblem(const ConvCase& c, std::mt19937& rng) : p(conv_params(c)), bias(c.bias) {
+    xs = p.N * p.C * p.H * p.W, ws = p.K * (p.C / p.groups) * p.R * p.S, ys = p.N * p.K * p.P * p.Q;
+    x = uniform<T>(xs, rng), w = uniform<T>(ws, rng), b = uniform<T>(p.K, rng), dy = uniform<T>(ys, rng);
+    run_reference(x, w, b, dy, y_ref, dx_ref, dw_ref, db_ref);
+    run_reference(absolute(x), absolute(w), absolute(b), absolute(dy), y_mag, dx_mag, dw_mag, db_mag);
+  }
+
+  void run_reference(const std::vector<T>& x_, const std::vector<T>& w_, const std::vector<T>& b_,
+                     const std::vector<T>& dy_, std::vector<T>& y_, std::vector<T>& dx_, std::vector<T>& dw_,
+                     std::vector<T>& db_) const {
+    y_ = nans<T>(ys), dx_ = nans<T>(xs), dw_ = nans<T>(ws), db_ = nans<T>(p.K);
+    ref::conv2d_forward(p, x_.data(), w_.data(), bias ? b_.data() : nullptr, y_.data());
+    ref::conv2d_backward_input(p, dy_.data(), w_.data(), dx_.data());
+    ref::conv2d_backward_weight(p, x_.data(), dy_.data(), dw_.data(), bias ? db_.data() : nullptr);
+  }
+};
+
+struct ConvTolerance {
+  double rtol, atol, sum_rtol;
+};
+template <class T>
+constexpr ConvTolerance full_precision() {
+  return {Tolerance<T>::rtol, Tolerance<T>::atol, Tolerance<T>::sum_rtol};
+}
+
+/// Runs the three GPU passes of `prob` and compares them with the references.
+template <class T>
+void check_conv(const ConvProblem<T>& prob, const ConvTolerance& tol) {
+  const kernels::Conv2dParams& p = prob.p;
+  const DeviceBuffer<T> x(prob.x), w(prob.w), b(prob.b), dy(prob.dy);
+  DeviceBuffer<T> y(prob.ys), dx(prob.xs), dw(prob.ws), db(p.K);
+  gpu::conv2d_forward<T>(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y.get());
+  expect_all_close(y.host(), prob.y_ref, "y", tol.rtol, tol.atol, &prob.y_mag, tol.sum_rtol);
+  gpu::conv2d_backward_input<T>(p, dy.get(), w.get(), dx.get());
+  expect_all_close(dx.host(), prob.dx_ref, "dx", tol.rtol, tol.atol, &prob.dx_mag, tol.sum_rtol);
+  gpu::conv2d_backward_weight<T>(p, x.get(), dy.get(), dw.get(), prob.bias ? db.get() : nullptr);
+  expect_all_close(dw.host(), prob.dw_ref, "dw", tol.rtol, tol.atol, &prob.dw_mag, tol.sum_rtol);
+  if (prob.bias) expect_all_close(db.host(), prob.db_ref, "dbias", tol.rtol, tol.atol, &prob.db_mag, tol.sum_rtol);
+}
+
+TYPED_TEST(GpuKernels, Conv2dMatchesReference) {
+  using T = TypeParam;
+  std::mt19937 rng(1234);
+  for (const ConvCase& c : conv_cases()) {
+    SCOPED_TRACE(c.name);
+    const ConvProblem<T> prob(c, rng);
+    check_conv(prob, full_precision<T>());
+    // The second round runs on the cached plans (the first one searched for the algorithms).
+    check_conv(prob, full_precision<T>());
+  }
+}
+
+TYPED_TEST(GpuKernels, Conv2dDeterministicModeIsBitwiseRepeatable) {
+  using T = TypeParam;
+  set_deterministic(true);
+  std::mt19937 rng(77);
+  for (const ConvCase& c : conv_cases()) {
+    SCOPED_TRACE(c.name);
+    const ConvProblem<T> prob(c, rng);
+    const kernels::Conv2dParams& p = prob.p;
+    const DeviceBuffer<T> x(prob.x), w(prob.w), dy(prob.dy);
+    DeviceBuffer<T> dx1(prob.xs), dx2(prob.xs), dw1(prob.ws), dw2(prob.ws), db1(p.K), db2(p.K);
+    gpu::conv2d_backward_input<T>(p, dy.get(), w.get(), dx1.get());
+    gpu::conv2d_backward_input<T>(p, dy.get(), w.get(), dx2.get());
+    gpu::conv2d_backward_weight<T>(p, x.get(), dy.get(), dw1.get(), db1.get());
+    gpu::conv2d_backward_weight<T>(p, x.get(), dy.get(), dw2.get(), db2.get());
+    EXPECT_EQ(dx1.host(), dx2.host());
+    EXPECT_EQ(dw1.host(), dw2.host());
+    EXPECT_EQ(db1.host(), db2.host());
+    const ConvTolerance tol = full_precision<T>();
+    expect_all_close(dx1.host(), prob.dx_ref, "dx", tol.rtol, tol.atol, &prob.dx_mag, tol.sum_rtol);
+    expect_all_close(dw1.host(), prob.dw_ref, "dw", tol.rtol, tol.atol, &prob.dw_mag, tol.sum_rtol);
+  }
+}
+
+// TF32 results are only checked loosely (TF32 keeps 10 mantissa bits: roundoff 2^-11); what matters is that
+// switching TF32 back off selects the full-precision plan again instead of reusing the TF32 one cached for the
+// same shape.
+TEST_F(GpuTest, Conv2dTf32SettingSelectsItsOwnPlan) {
+  std::mt19937 rng(5);
+  const ConvProblem<float> prob({"mnist_conv2", 8, 32, 26, 26, 64, 3, 3}, rng);
+  cuda::set_allow_tf32(true, false);
+  check_conv(prob, ConvTolerance{1e-3, 1e-4, 4e-3});
+  cuda::set_allow_tf32(false, false);
+  check_conv(prob, full_precision<float>());
+}
+
+// A shape first seen while the stream is being captured cannot be timed (cudnnFind synchronises); it must take
+// cuDNN's heuristic choice, and the replayed graph must compute the right result.
+TEST_F(GpuTest, Conv2dFirstSeenDuringGraphCapture) {
+  std::mt19937 rng(11);
+  // A shape no other test uses, so no plan for it is cached yet.
+  const ConvProblem<float> prob({"capture_only_shape", 2, 3, 11, 9, 5, 3, 3, 1, 1, 1, 1}, rng);
+  const DeviceBuffer<float> x(prob.x), w(prob.w), b(prob.b);
+  DeviceBuffer<float> y(prob.ys);
+  // Create the handle and a workspace beforehand: both allocate, which capture forbids.
+  gpu::cudnn();
+  gpu::workspace(std::size_t{64} << 20);
+  cudaGraph_t graph = nullptr;
+  MINIDL_CUDA_CHECK(cudaStreamBeginCapture(gpu::stream(), cudaStreamCaptureModeRelaxed));
+  try {
+    gpu::conv2d_forward<float>(prob.p, x.get(), w.get(), b.get(), y.get());
+  } catch (const std::exception& e) {
+    (void)cudaStreamEndCapture(gpu::stream(), &graph);
+    if (graph) cudaGraphDestroy(graph);
+    FAIL() << "conv2d_forward during capture threw: " << e.what();
+  }
+  MINIDL_CUDA_CHECK(cudaStreamEndCapture(gpu::stream(), &graph));
+  cudaGraphExec_t exec = nullptr;
+  MINIDL_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  MINIDL_CUDA_CHECK(cudaGraphLaunch(exec, gpu::stream()));
+  const std::vector<float> got = y.host();
+  cudaGraphExecDestroy(exec);
+  cudaGraphDestroy(graph);
+  const ConvTolerance tol = full_precision<float>();
+  expect_all_close(got, prob.y_ref, "y", tol.rtol, tol.atol, &prob.y_mag, tol.sum_rtol);
+  // Eager calls reuse the plan chosen during capture.
+  check_conv(prob, tol);
+}
+
+TEST_F(GpuTest, Conv2dRejectsInvalidParams) {
+  kernels::Conv2dParams p;
+  p.N = 1, p.C = 3, p.H = 5, p.W = 5, p.K = 4, p.R = 3, p.S = 3;
+  DeviceBuffer<float> x(75), w(108), y(100);
+  // Not finalized: the output size 0x0 disagrees with the shape.
+  EXPECT_THROW(gpu::conv2d_forward<float>(p, x.get(), w.get(), nullptr, y.get()), ValueError);
+  p.groups = 2;  // 4 output channels divide, 3 input channels do not
+  p.finalize("test conv");
+  EXPECT_THROW(gpu::conv2d_forward<float>(p, x.get(), w.get(), nullptr, y.get()), ValueError);
+  p.groups = 1;
+  p.finalize("test conv");
+  EXPECT_THROW(gpu::conv2d_forward<float>(p, nullptr, w.get(), nullptr, y.get()), ValueError);
+}
+
+// ---- pooling -----------------------------------------------------------------------------------------------
+
+struct PoolCase {
+  const char* name;
+  std::int64_t N, C, H, W, kh, kw, sh, sw, ph = 0, pw = 0;
+};
+
+std::vector<PoolCase> pool_cases() {
+  return {
+      {"mnist_k2s2", 64, 64, 24, 24, 2, 2, 2, 2},
+      {"odd_7x5_batch1_k2s2", 1, 2, 7, 5, 2, 2, 2, 2},
+      {"batch3_k3s2p1", 3, 2, 7, 5, 3, 3, 2, 2, 1, 1},
+      {"nonsquare", 3, 2, 7, 6, 3, 2, 1, 2, 1, 0},
+      {"overlapping_s1", 2, 1, 5, 5, 3, 3, 1, 1},
+      {"stride_larger_than_kernel", 2, 3, 9, 7, 2, 2, 3, 3},
+      {"k1", 1, 2, 4, 3, 1, 1, 1, 1},
+      {"global", 3, 2, 7, 5, 7, 5, 1, 1},
+  };
+}
+
+kernels::Pool2dParams pool_params(const PoolCase& c) {
+  kernels::Pool2dParams p;
+  p.N = c.N, p.C = c.C, p.H = c.H, p.W = c.W, p.kh = c.kh, p.kw = c.kw, p.sh = c.sh, p.sw = c.sw, p.ph = c.ph,
+  p.pw = c.pw;
+  p.finalize("test pool");
+  return p;
+}
+
+// Continuous inputs, inputs with many ties (integers in [-2, 2]: the first maximum must win) and all-negative
+// inputs (padding must not produce a 0 maximum).
+TYPED_TEST(GpuKernels, MaxPool2dMatchesReference) {
+  using T = TypeParam;
+  std::mt19937 rng(99);
+  for (const PoolCase& c : pool_cases()) {
+    SCOPED_TRACE(c.name);
+    const kernels::Pool2dParams p = pool_params(c);
+    const std::int64_t xs = p.N * p.C * p.H * p.W, ys = p.N * p.C * p.P * p.Q;
+    auto ties = uniform<T>(xs, rng, -2.5, 2.5);
+    for (T& v : ties) v = std::round(v);
+    for (const auto& x_host : {uniform<T>(xs, rng), ties, uniform<T>(xs, rng, -3.0, -1.0)}) {
+      auto y_ref = nans<T>(ys);
+      std::vector<std::int64_t> idx_ref(static_cast<std::size_t>(ys), -7);
+      ref::max_pool2d_forward(p, x_host.data(), y_ref.data(), idx_ref.data());
+      const DeviceBuffer<T> x(x_host);
+      DeviceBuffer<T> y(ys), y_no_idx(ys);
+      DeviceBuffer<std::int64_t> idx(ys);
+      gpu::max_pool2d_forward<T>(p, x.get(), y.get(), idx.get());
+      gpu::max_pool2d_forward<T>(p, x.get(), y_no_idx.get(), nullptr);
+      expect_all_close(y.host(), y_ref, "y");
+      expect_all_close(y_no_idx.host(), y_ref, "y (no indices)");
+      EXPECT_EQ(idx.host(), idx_ref);
+
+      const auto dy_host = uniform<T>(ys, rng);
+      auto dx_ref = nans<T>(xs);
+      ref::max_pool2d_backward(p, dy_host.data(), idx_ref.data(), dx_ref.data());
+      const DeviceBuffer<T> dy(dy_host);
+      DeviceBuffer<T> dx(xs);
+      gpu::max_pool2d_backward<T>(p, dy.get(), idx.get(), dx.get());
+      expect_all_close(dx.host(), dx_ref, "dx");
+    }
+  }
+}
+
+TYPED_TEST(GpuKernels, MaxPool2dPropagatesNaN) {
+  using T = TypeParam;
+  kernels::Pool2dParams p;
+  p.N = 1, p.C = 1, p.H = 2, p.W = 3, p.kh = 2, p.kw = 3, p.sh = 1, p.sw = 1;
+  p.finalize("test pool");
+  const T nan = std::numeric_limits<T>::quiet_NaN();
+  const DeviceBuffer<T> x(std::vector<T>{T(1), nan, T(5), T(2), nan, T(0)});
+  DeviceBuffer<T> y(1);
+  DeviceBuffer<std::int64_t> idx(1);
+  gpu::max_pool2d_forward<T>(p, x.get(), y.get(), idx.get());
+  EXPECT_TRUE(std::isnan(y.host()[0]));
+  EXPECT_EQ(idx.host()[0], 4);  // the last NaN, as on the CPU
+}
+
+TYPED_TEST(GpuKernels, AvgPool2dMatchesReference) {
+  using T = TypeParam;
+  std::mt19937 rng(7);
+  for (const PoolCase& c : pool_cases()) {
+    SCOPED_TRACE(c.name);
+    const kernels::Pool2dParams p = pool_params(c);
+    const std::int64_t xs = p.N * p.C * p.H * p.W, ys = p.N * p.C * p.P * p.Q;
+    const auto x_host = uniform<T>(xs, rng), dy_host = uniform<T>(ys, rng);
+    auto y_ref = nans<T>(ys), dx_ref = nans<T>(xs);
+    ref::avg_pool2d_forward(p, x_host.data(), y_ref.data());
+    ref::avg_pool2d_backward(p, dy_host.data(), dx_ref.data());
+    const DeviceBuffer<T> x(x_host), dy(dy_host);
+    DeviceBuffer<T> y(ys), dx(xs);
+    gpu::avg_pool2d_forward<T>(p, x.get(), y.get());
+    gpu::avg_pool2d_backward<T>(p, dy.get(), dx.get());
+    expect_all_close(y.host(), y_ref, "y");
+    expect_all_close(dx.host(), dx_ref, "dx");
+  }
+}
+
+TEST_F(GpuTest, Pool2dRejectsUnfinalizedParams) {
+  kernels::Pool2dParams p;
+  p.N = 1, p.C = 1, p.H = 4, p.W = 4, p.kh = 2, p.kw = 2, p.sh = 2, p.sw = 2;
+  DeviceBuffer<float> x(16), y(4);
+  EXPECT_THROW(gpu::avg_pool2d_forward<float>(p, x.get(), y.get()), ValueError);
+}
+
+// ---- batch norm --------------------------------------------------------------------------------------------
+
+struct BatchNormCase {
+  const char* name;
+  std::int64_t N, C, HW;
+  bool affine, running;
+};
+
+TYPED_TEST(GpuKernels, BatchNormMatchesReference) {
+  using T = TypeParam;
+  std::mt19937 rng(2024);
+  const std::vector<BatchNormCase> cases = {
+      {"batch1_7x5", 1, 3, 35, true, true},        {"batch3_7x5", 3, 5, 35, true, true},
+      {"batch3_no_affine", 3, 5, 35, false, true}, {"hw1_no_running", 4, 2, 1, true, false},
+      {"mnist_like", 64, 32, 576, true, true},
+  };
+  for (const BatchNormCase& c : cases) {
+    SCOPED_TRACE(c.name);
+    kernels::BatchNormParams p;
+    p.N = c.N, p.C = c.C, p.HW = c.HW, p.eps = 1e-5, p.momentum = 0.1;
+    const std::int64_t n = p.N * p.C * p.HW;
+    // Values around 3 with spread 2: a mean far from 0 exposes cancellation in the variance.
+    const auto x_host = uniform<T>(n, rng, 1.0, 5.0), dy_host = uniform<T>(n, rng);
+    const auto gamma_host = uniform<T>(p.C, rng, 0.5, 1.5), beta_host = uniform<T>(p.C, rng);
+    const auto rm0 = uniform<T>(p.C, rng), rv0 = uniform<T>(p.C, rng, 0.5, 2.0);
+
+    auto y_ref = nans<T>(n), mean_ref = nans<T>(p.C), invstd_ref = nans<T>(p.C);
+    auto rm_ref = rm0, rv_ref = rv0;
+    const T* g_ref = c.affine ? gamma_host.data() : nullptr;
+    const T* b_ref = c.affine ? beta_host.data() : nullptr;
+    ref::batch_norm_forward_train(p, x_host.data(), g_ref, b_ref, y_ref.data(), mean_ref.data(), invstd_ref.data(),
+                                  c.running ? rm_ref.data() : nullptr, c.running ? rv_ref.data() : nullptr);
+
+    const DeviceBuffer<T> x(x_host), dy(dy_host), gamma(gamma_host), beta(beta_host), rm_eval(rm0), rv_eval(rv0);
+    DeviceBuffer<T> rm(rm0), rv(rv0), y(n), mean(p.C), invstd(p.C);
+    const T* g = c.affine ? gamma.get() : nullptr;
+    const T* b = c.affine ? beta.get() : nullptr;
+    gpu::batch_norm_forward_train<T>(p, x.get(), g, b, y.get(), mean.get(), invstd.get(),
+                                     c.running ? rm.get() : nullptr, c.running ? rv.get() : nullptr);
+    expect_all_close(y.host(), y_ref, "y");
+    expect_all_close(mean.host(), mean_ref, "save_mean");
+    expect_all_close(invstd.host(), invstd_ref, "save_invstd");
+    expect_all_close(rm.host(), rm_ref, "running_mean");
+    expect_all_close(rv.host(), rv_ref, "running_var");
+
+    auto dx_ref = nans<T>(n), dgamma_ref = nans<T>(p.C), dbeta_ref = nans<T>(p.C);
+    ref::batch_norm_backward(p, x_host.data(), dy_host.data(), g_ref, mean_ref.data(), invstd_ref.data(), dx_ref.data(),
+                             dgamma_ref.data(), dbeta_ref.data());
+    DeviceBuffer<T> dx(n), dgamma(p.C), dbeta(p.C);
+    gpu::batch_norm_backward<T>(p, x.get(), dy.get(), g, mean.get(), invstd.get(), dx.get(),
+                                c.affine ? dgamma.get() : nullptr, c.affine ? dbeta.get() : nullptr);
+    expect_all_close(dx.host(), dx_ref, "dx");
+    if (c.affine) {
+      expect_all_close(dgamma.host(), dgamma_ref, "dgamma");
+      expect_all_close(dbeta.host(), dbeta_ref, "dbeta");
+    }
+    // Without saved statistics cuDNN recomputes them from x.
+    DeviceBuffer<T> dx_recomputed(n);
+    gpu::batch_norm_backward<T>(p, x.get(), dy.get(), g, nullptr, nullptr, dx_recomputed.get(), nullptr, nullptr);
+    expect_all_close(dx_recomputed.host(), dx_ref, "dx (statistics recomputed)");
+
+    auto ye_ref = nans<T>(n);
+    ref::batch_norm_forward_eval(p, x_host.data(), g_ref, b_ref, rm0.data(), rv0.data(), ye_ref.data());
+    DeviceBuffer<T> ye(n);
+    gpu::batch_norm_forward_eval<T>(p, x.get(), g, b, rm_eval.get(), rv_eval.get(), ye.get());
+    expect_all_close(ye.host(), ye_ref, "y (eval)");
+
+    // Evaluation without running statistics normalises with the batch statistics.
+    DeviceBuffer<T> ye_batch(n);
+    gpu::batch_norm_forward_eval<T>(p, x.get(), g, b, nullptr, nullptr, ye_batch.get());
+    expect_all_close(ye_batch.host(), y_ref, "y (eval, batch statistics)");
+  }
+}
+
+TEST_F(GpuTest, BatchNormRejectsInvalidArguments) {
+  kernels::BatchNormParams p;
+  p.N = 1, p.C = 2, p.HW = 1;
+  DeviceBuffer<float> x(std::vector<float>{1.f, 2.f}), y(2), a(2), b(2);
+  // One value per channel: no unbiased variance.
+  EXPECT_THROW(
+      gpu::batch_norm_forward_train<float>(p, x.get(), nullptr, nullptr, y.get(), a.get(), b.get(), nullptr, nullptr),
+      ValueError);
+  p.N = 2, p.HW = 1;
+  DeviceBuffer<float> x4(std::vector<float>{1.f, 2.f, 3.f, 5.f}), y4(4);
+  // Statistics come in pairs.
+  EXPECT_THROW(
+      gpu::batch_norm_forward_train<float>(p, x4.get(), nullptr, nullptr, y4.get(), a.get(), nullptr, nullptr, nullptr),
+      ValueError);
+  EXPECT_THROW(gpu::batch_norm_forward_eval<float>(p, x4.get(), nullptr, nullptr, a.get(), nullptr, y4.get()),
+               ValueError);
+}
+
+}  // namespace
+}  // namespace minidl
+
+#endif  // MINIDL_CUDA_ENABLED

@@ -1,0 +1,53 @@
+#pragma once
+// Shared helpers for the tests: random inputs, element-by-element comparison, GPU availability.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "minidl/minidl.h"
+
+namespace minidl {
+namespace testing {
+
+/// Fresh random values in [-1, 1) (never all zeros), on the CPU, of the given dtype.
+inline Tensor random_tensor(const Shape& shape, DType dtype = kFloat64, bool requires_grad = false, double lo = -1.0,
+                            double hi = 1.0) {
+  Tensor t = uniform(shape, lo, hi, TensorOptions(dtype));
+  if (requires_grad) t.requires_grad_(true);
+  return t;
+}
+
+/// Expects every element of `actual` to be within atol + rtol * |expected| of `expected`.
+inline void expect_close(const Tensor& actual, const Tensor& expected, double rtol, double atol,
+                         const std::string& what = "") {
+  ASSERT_TRUE(actual.defined()) << what << ": actual is undefined";
+  ASSERT_TRUE(expected.defined()) << what << ": expected is undefined";
+  ASSERT_EQ(actual.sizes(), expected.sizes()) << what << ": shape " << shape_str(actual.sizes()) << " vs "
+                                              << shape_str(expected.sizes());
+  const std::vector<double> a = actual.detach().cpu().to(kFloat64).to_vector<double>();
+  const std::vector<double> e = expected.detach().cpu().to(kFloat64).to_vector<double>();
+  int failures = 0;
+  for (std::size_t i = 0; i < a.size() && failures < 10; ++i) {
+    const bool ok = (std::isnan(a[i]) && std::isnan(e[i])) || std::fabs(a[i] - e[i]) <= atol + rtol * std::fabs(e[i]);
+    if (!ok) {
+      ADD_FAILURE() << what << ": element " << i << " is " << a[i] << ", expected " << e[i];
+      ++failures;
+    }
+  }
+}
+
+inline bool gpu_available() { return cuda::is_available(); }
+
+}  // namespace testing
+}  // namespace minidl
+
+/// Skips the current test with a visible reason when no usable CUDA device is present.
+#define MINIDL_REQUIRE_GPU()                                                                        \
+  do {                                                                                              \
+    if (!::minidl::testing::gpu_available()) {                                                      \
+      GTEST_SKIP() << "no usable CUDA device (" << (MINIDL_CUDA_ENABLED ? "none visible" : "CPU-only build") \
+                   << "); GPU tests run on a machine with a GPU";                                   \
+    }                                                                                               \
+  } while (0)

@@ -241,6 +241,7 @@ TEST(OpsGradcheck, ReshapeFlattenUnsqueezeSqueeze) {
       {"squeeze of a non-1 dim", [](const Tensor& a) { return a.squeeze(0); }},
       // A view followed by an op that reads it: the gradient must reach the original storage's shape.
       {"reshape then exp", [](const Tensor& a) { return a.reshape({4, 6}).exp(); }},
+      {"clone then square", [](const Tensor& a) { return a.clone() * a; }},
   };
   for (const auto& [name, f] : views) check_unary(name, f, x);
   check_unary("squeeze(-1) of [3, 1]", [](const Tensor& a) { return a.squeeze(-1); }, uni()({3, 1}));
@@ -571,4 +572,17 @@ TEST(OpsForward, LargeInputsTakeTheThreadedPathsAndMatchLoops) {
     }
   expect_close(matmul(p, q), from_vector(mm_want, {67, 45}), 1e-12, 1e-12, "matmul");
   set_num_threads(prev_threads);
+}
+
+TEST(OpsForward, Float32UniformStaysBelowItsUpperBound) {
+  // With this seed the CPU generator's draw 7222 is 1 - 2.5e-8, which rounds to 1.0f: the float result must
+  // still lie in [0, 1).
+  manual_seed(686);
+  const auto v = rand({7223}, kFloat32).to_vector<float>();
+  for (std::size_t i = 0; i < v.size(); ++i) {
+    ASSERT_GE(v[i], 0.f) << "element " << i;
+    ASSERT_LT(v[i], 1.f) << "element " << i;
+  }
+  manual_seed(686);
+  for (float x : uniform({7223}, -3.0, 5.0, kFloat32).to_vector<float>()) ASSERT_LT(x, 5.f);
 }

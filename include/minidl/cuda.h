@@ -67,6 +67,34 @@ void set_allow_tf32(bool conv, bool matmul);
 bool allow_tf32_conv();
 bool allow_tf32_matmul();
 
+/// Records the library's work on the current device into a CUDA graph and replays it, as torch.cuda.CUDAGraph.
+/// Between capture_begin() and capture_end() nothing runs: kernels are recorded, and memory comes from a
+/// private pool that stays reserved for the graph (tensors allocated during capture keep their addresses for
+/// every replay). The captured code must not synchronise with the host; random ops (dropout) draw fresh
+/// numbers at every replay.
+class CUDAGraph {
+ public:
+  CUDAGraph();
+  ~CUDAGraph();
+  CUDAGraph(const CUDAGraph&) = delete;
+  CUDAGraph& operator=(const CUDAGraph&) = delete;
+  void capture_begin();
+  void capture_end();
+  void replay();
+  /// Destroys the graph and returns its memory pool to the general cache.
+  void reset();
+  bool captured() const;
+  /// Kernel (and memcpy/memset) nodes in the captured graph.
+  std::size_t num_nodes() const;
+
+ private:
+  struct Impl;
+  Impl* impl_;
+};
+
+/// True while the calling thread captures a graph on the current device.
+bool is_capturing();
+
 }  // namespace cuda
 
 /// Only deterministic algorithms (cuDNN, atomics-free reductions): same seed, bitwise-identical results.

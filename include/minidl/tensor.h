@@ -89,6 +89,8 @@ class Tensor {
   Tensor& copy_(const Tensor& src);
   Tensor& add_(const Tensor& other, double alpha = 1.0);
   Tensor& mul_(double value);
+  /// Adds a scalar in place (also for int64 tensors, e.g. step counters).
+  Tensor& add_(double value);
 
   // Autograd.
   bool requires_grad() const;

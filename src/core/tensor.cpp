@@ -162,6 +162,13 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
   return *this;
 }
 
+Tensor& Tensor::add_(double value) {
+  check_inplace_allowed(*this, "add_");
+  MINIDL_ON_BACKEND(device(), unary(kernels::UnaryOp::AddScalar, value, *this, *this));
+  bump_version(*this);
+  return *this;
+}
+
 Tensor& Tensor::mul_(double value) {
   check_inplace_allowed(*this, "mul_");
   MINIDL_ON_BACKEND(device(), unary(kernels::UnaryOp::MulScalar, value, *this, *this));

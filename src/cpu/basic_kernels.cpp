@@ -1,6 +1,7 @@
 // CPU implementations of the primitive kernels (see kernels/backend.h): Eigen expressions evaluated on the
 // library's thread pool. Plain loops appear only where Eigen has no operation for the indexing (broadcast
 // with arbitrary strides, argmax along a middle dimension).
+#include <algorithm>
 #include <cmath>
 #include <limits>
 
@@ -61,7 +62,12 @@ void uniform(Tensor& out, double low, double high) {
   kernels::dispatch_floating(out.dtype(), "uniform", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* p = out.data_ptr<T>();
-    for (std::int64_t i = 0; i < out.numel(); ++i) p[i] = static_cast<T>(low + (high - low) * gen.next_double());
+    // Rounding to T can carry a draw just below `high` up to `high`; capping at the largest T below it keeps
+    // the interval half-open (rand in float32 would otherwise return 1.0 about once in 2^25 draws).
+    const T top = std::max(static_cast<T>(low), std::nextafter(static_cast<T>(high), static_cast<T>(low)));
+    for (std::int64_t i = 0; i < out.numel(); ++i) {
+      p[i] = std::min(static_cast<T>(low + (high - low) * gen.next_double()), top);
+    }
   });
 }
 
@@ -84,6 +90,10 @@ void normal(Tensor& out, double mean, double stddev) {
 }
 
 void unary(kernels::UnaryOp op, double alpha, const Tensor& x, Tensor& out) {
+  if (x.dtype() == kInt64 && op == kernels::UnaryOp::AddScalar) {  // counters; the only integer op
+    vec<std::int64_t>(out).device(device()) = cvec<std::int64_t>(x) + static_cast<std::int64_t>(alpha);
+    return;
+  }
   kernels::dispatch_floating(x.dtype(), "unary op", [&](auto tag) {
     using T = typename decltype(tag)::type;
     kernels::visit_unary<T>(op, static_cast<T>(alpha), [&](auto f) {
@@ -235,6 +245,52 @@ void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx, std::int64_
         }
       }
     });
+  });
+}
+
+}  // namespace cpu
+}  // namespace minidl
+
+namespace minidl {
+namespace cpu {
+
+void cross_entropy_loss(const Tensor& log_probs, const Tensor& target, double smoothing, Tensor& losses) {
+  const std::int64_t n = log_probs.size(0), c = log_probs.size(1);
+  const std::int64_t* t = target.data_ptr<std::int64_t>();
+  for (std::int64_t i = 0; i < n; ++i) {
+    MINIDL_CHECK(t[i] >= 0 && t[i] < c, IndexError, "cross_entropy: target[", i, "] = ", t[i],
+                 " is out of range for ", c, " classes");
+  }
+  kernels::dispatch_floating(log_probs.dtype(), "cross_entropy", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> lp(log_probs.data_ptr<T>(), n, c);
+    T* out = losses.data_ptr<T>();
+    const T eps = static_cast<T>(smoothing);
+    for (std::int64_t i = 0; i < n; ++i) {
+      out[i] = -((T(1) - eps) * lp(i, t[i]) + (eps / static_cast<T>(c)) * lp.row(i).sum());
+    }
+  });
+}
+
+void cross_entropy_backward(const Tensor& log_probs, const Tensor& target, const Tensor& grad, double smoothing,
+                            bool from_logits, Tensor& dx) {
+  const std::int64_t n = log_probs.size(0), c = log_probs.size(1);
+  const std::int64_t* t = target.data_ptr<std::int64_t>();
+  kernels::dispatch_floating(log_probs.dtype(), "cross_entropy_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
+    const Eigen::Map<const Mat> lp(log_probs.data_ptr<T>(), n, c);
+    Eigen::Map<Mat> d(dx.data_ptr<T>(), n, c);
+    const Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>> g(grad.data_ptr<T>(), n);
+    const T eps = static_cast<T>(smoothing);
+    if (from_logits) {
+      d = lp.array().exp().matrix();
+    } else {
+      d.setZero();
+    }
+    d.array() -= eps / static_cast<T>(c);
+    for (std::int64_t i = 0; i < n; ++i) d(i, t[i]) -= T(1) - eps;
+    d = g.asDiagonal() * d;
   });
 }
 

@@ -11,6 +11,17 @@ MemoryStats memory_stats(int) { detail::throw_cuda_not_built(); }
 void reset_peak_memory_stats(int) { detail::throw_cuda_not_built(); }
 void empty_cache() {}
 void set_allocator_caching(bool) {}
+
+struct CUDAGraph::Impl {};
+CUDAGraph::CUDAGraph() : impl_(nullptr) {}
+CUDAGraph::~CUDAGraph() = default;
+void CUDAGraph::capture_begin() { detail::throw_cuda_not_built(); }
+void CUDAGraph::capture_end() { detail::throw_cuda_not_built(); }
+void CUDAGraph::replay() { detail::throw_cuda_not_built(); }
+void CUDAGraph::reset() {}
+bool CUDAGraph::captured() const { return false; }
+std::size_t CUDAGraph::num_nodes() const { return 0; }
+bool is_capturing() { return false; }
 }  // namespace cuda
 }  // namespace minidl
 #endif

@@ -2,6 +2,9 @@
 // functors in kernels/elementwise.h, shared with the CPU backend; everything runs on gpu::stream().
 #include <curand_kernel.h>
 
+#include <algorithm>
+#include <cmath>
+
 #include "core/generator.h"
 #include "cuda/context.h"
 #include "kernels/backend.h"
@@ -34,7 +37,7 @@ template <> struct PerDraw<double> { static constexpr int value = 2; };
 
 template <class T>
 __global__ void random_kernel(T* out, i64 n, unsigned long long seed, unsigned long long offset, bool normal, double a,
-                              double b) {
+                              double b, T top) {
   constexpr int k = PerDraw<T>::value;
   const i64 groups = (n + k - 1) / k;
   GRID_STRIDE(g, groups) {
@@ -49,8 +52,10 @@ __global__ void random_kernel(T* out, i64 n, unsigned long long seed, unsigned l
       v[0] = r.x; v[1] = r.y;
     }
     for (int j = 0; j < k && g * k + j < n; ++j) {
-      // cuRAND's uniforms lie in (0, 1]; 1 - u maps them onto [0, 1) like the CPU generator.
-      out[g * k + j] = static_cast<T>(normal ? a + b * v[j] : a + (b - a) * (1.0 - v[j]));
+      // cuRAND's uniforms lie in (0, 1]; 1 - u maps them onto [0, 1) like the CPU generator. Rounding to T can
+      // still carry a value just below b up to b, so uniform values are capped at `top`, the largest T below b.
+      const T r = static_cast<T>(normal ? a + b * v[j] : a + (b - a) * (1.0 - v[j]));
+      out[g * k + j] = normal || r <= top ? r : top;
     }
   }
 }
@@ -253,8 +258,9 @@ void random_fill(Tensor& out, bool normal, double a, double b) {
   kernels::dispatch_floating(out.dtype(), normal ? "randn" : "rand", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const i64 groups = (out.numel() + PerDraw<T>::value - 1) / PerDraw<T>::value;
+    const T top = std::max(static_cast<T>(a), std::nextafter(static_cast<T>(b), static_cast<T>(a)));
     random_kernel<<<blocks_for(groups), kThreads, 0, stream()>>>(out.data_ptr<T>(), out.numel(), st.seed, st.offset,
-                                                                  normal, a, b);
+                                                                  normal, a, b, top);
   });
   MINIDL_CUDA_KERNEL_CHECK();
 }
@@ -265,6 +271,12 @@ void normal(Tensor& out, double mean, double stddev) { random_fill(out, true, me
 
 void unary(kernels::UnaryOp op, double alpha, const Tensor& x, Tensor& out) {
   if (x.numel() == 0) return;
+  if (x.dtype() == kInt64 && op == kernels::UnaryOp::AddScalar) {  // counters; the only integer op
+    unary_kernel<<<blocks_for(x.numel()), kThreads, 0, stream()>>>(
+        x.data_ptr<i64>(), out.data_ptr<i64>(), x.numel(), kernels::AddScalar<i64>{static_cast<i64>(alpha)});
+    MINIDL_CUDA_KERNEL_CHECK();
+    return;
+  }
   kernels::dispatch_floating(x.dtype(), "unary op", [&](auto tag) {
     using T = typename decltype(tag)::type;
     kernels::visit_unary<T>(op, static_cast<T>(alpha), [&](auto f) {
@@ -403,6 +415,70 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
   }
   DeviceGuard g(dst_device.index());
   MINIDL_CUDA_CHECK(cudaMemcpyPeerAsync(dst, dst_device.index(), src, src_device.index(), bytes, stream()));
+}
+
+}  // namespace gpu
+}  // namespace minidl
+
+namespace minidl {
+namespace gpu {
+namespace {
+
+// One warp per sample: class counts are small (10 for MNIST), rows are contiguous.
+template <class T>
+__global__ void cross_entropy_loss_kernel(const T* lp, const std::int64_t* target, T* losses, std::int64_t n,
+                                          std::int64_t c, T eps) {
+  const std::int64_t i = blockIdx.x * (std::int64_t)(blockDim.x / 32) + threadIdx.x / 32;
+  const int lane = threadIdx.x % 32;
+  if (i >= n) return;
+  const T* row = lp + i * c;
+  T s = 0;
+  for (std::int64_t j = lane; j < c; j += 32) s += row[j];
+  for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(0xffffffffu, s, off);
+  if (lane == 0) {
+    const std::int64_t t = target[i];
+    // An out-of-range class cannot throw from the device without a host sync: it yields NaN, which the
+    // non-finite-loss check and anomaly detection report.
+    losses[i] = (t < 0 || t >= c) ? T(NAN) : -((T(1) - eps) * row[t] + eps / T(c) * s);
+  }
+}
+
+template <class T>
+__global__ void cross_entropy_backward_kernel(const T* lp, const std::int64_t* target, const T* grad, T* dx,
+                                              std::int64_t n, std::int64_t c, T eps, bool from_logits) {
+  GRID_STRIDE(k, n * c) {
+    const std::int64_t i = k / c, j = k % c;
+    const std::int64_t t = target[i];
+    const T q = (j == t ? T(1) - eps : T(0)) + eps / T(c);
+    dx[k] = ((from_logits ? kernels::m_exp(lp[k]) : T(0)) - q) * grad[i];
+  }
+}
+
+}  // namespace
+
+void cross_entropy_loss(const Tensor& log_probs, const Tensor& target, double smoothing, Tensor& losses) {
+  const std::int64_t n = log_probs.size(0), c = log_probs.size(1);
+  if (n == 0) return;
+  kernels::dispatch_floating(log_probs.dtype(), "cross_entropy", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const unsigned blocks = static_cast<unsigned>((n + 7) / 8);
+    cross_entropy_loss_kernel<<<blocks, 256, 0, stream()>>>(log_probs.data_ptr<T>(), target.data_ptr<std::int64_t>(),
+                                                           losses.data_ptr<T>(), n, c, static_cast<T>(smoothing));
+  });
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+
+void cross_entropy_backward(const Tensor& log_probs, const Tensor& target, const Tensor& grad, double smoothing,
+                            bool from_logits, Tensor& dx) {
+  const std::int64_t n = log_probs.size(0), c = log_probs.size(1);
+  if (n == 0) return;
+  kernels::dispatch_floating(log_probs.dtype(), "cross_entropy_backward", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    cross_entropy_backward_kernel<<<blocks_for(n * c), kThreads, 0, stream()>>>(
+        log_probs.data_ptr<T>(), target.data_ptr<std::int64_t>(), grad.data_ptr<T>(), dx.data_ptr<T>(), n, c,
+        static_cast<T>(smoothing), from_logits);
+  });
+  MINIDL_CUDA_KERNEL_CHECK();
 }
 
 }  // namespace gpu

@@ -37,7 +37,12 @@
   void softmax_forward(const Tensor& x, Tensor& y, std::int64_t outer, std::int64_t n, std::int64_t inner,  \
                        bool log);                                                                           \
   void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx, std::int64_t outer, std::int64_t n,  \
-                        std::int64_t inner, bool log);
+                        std::int64_t inner, bool log);                                                    \
+  /* losses[i] = -((1 - eps) * lp[i, t_i] + eps / C * sum_c lp[i, c]) for log-probabilities lp (N, C). */   \
+  void cross_entropy_loss(const Tensor& log_probs, const Tensor& target, double smoothing, Tensor& losses);  \
+  /* dx = (from_logits ? exp(lp) : 0) - q, times grad[i], where q = (1 - eps) onehot(t_i) + eps / C. */     \
+  void cross_entropy_backward(const Tensor& log_probs, const Tensor& target, const Tensor& grad,             \
+                              double smoothing, bool from_logits, Tensor& dx);
 
 namespace minidl {
 namespace cpu {

@@ -32,7 +32,7 @@ MINIDL_HD float m_abs(float x) { return fabsf(x); }
 MINIDL_HD double m_abs(double x) { return ::fabs(x); }
 
 enum class UnaryOp : std::uint8_t {
-  Neg, Exp, Log, Sqrt, Abs, Relu, LeakyRelu, Gelu, Sigmoid, Tanh, AddScalar, MulScalar, PowScalar, Sign
+  Neg, Exp, Log, Sqrt, Abs, Relu, LeakyRelu, Gelu, Sigmoid, Tanh, AddScalar, MulScalar, PowScalar, Sign, DropoutMask
 };
 
 /// `alpha` is the op's scalar (slope, addend, factor, exponent); unused by the others.
@@ -65,6 +65,12 @@ template <class T> struct Sign {
   MINIDL_HD T operator()(T x) const { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0)); }
 };
 
+/// u ~ U[0, 1) -> 0 with probability a (the drop rate), else 1 / (1 - a).
+template <class T> struct DropoutMask {
+  T a;
+  MINIDL_HD T operator()(T u) const { return u < a ? T(0) : T(1) / (T(1) - a); }
+};
+
 template <class T, class F>
 auto visit_unary(UnaryOp op, T alpha, F&& f) {
   switch (op) {
@@ -82,6 +88,7 @@ auto visit_unary(UnaryOp op, T alpha, F&& f) {
     case UnaryOp::MulScalar: return f(MulScalar<T>{alpha});
     case UnaryOp::PowScalar: return f(PowScalar<T>{alpha});
     case UnaryOp::Sign: return f(Sign<T>{alpha});
+    case UnaryOp::DropoutMask: return f(DropoutMask<T>{alpha});
   }
   return f(Neg<T>{alpha});
 }

@@ -4,17 +4,6 @@
 #include "ops/op_utils.h"
 
 namespace minidl {
-namespace {
-
-/// out = op(a) · op(b) on the backend; a and b viewed as (batch, rows, cols).
-Tensor gemm(const Tensor& a, const Tensor& b, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
-            bool ta, bool tb, const Shape& out_shape) {
-  Tensor out = ops::empty_as(out_shape, a);
-  MINIDL_ON_BACKEND(a.device(), matmul(a, b, out, batch, m, n, k, ta, tb));
-  return out;
-}
-
-}  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
   ops::check_same(a, b, "matmul");
@@ -34,21 +23,21 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
   if (b.dim() == 2) {
     // Fold a's batch into its rows: one (B*m, k)·(k, n) product.
     const std::int64_t rows = ops::prod(a.sizes(), 0, a.sizes().size() - 1);
-    Tensor out = gemm(a, b, 1, rows, n, k, false, false, out_shape);
+    Tensor out = ops::gemm(a, b, 1, rows, n, k, false, false, out_shape);
     return autograd::record(out, "MmBackward", {a, b}, [=](const Tensor& g) {
       const Tensor av = sa.get(), bv = sb.get();
-      return std::vector<Tensor>{need_a ? gemm(g, bv, 1, rows, k, n, false, true, av.sizes()) : Tensor(),
-                                 need_b ? gemm(av, g, 1, k, n, rows, true, false, bv.sizes()) : Tensor()};
+      return std::vector<Tensor>{need_a ? ops::gemm(g, bv, 1, rows, k, n, false, true, av.sizes()) : Tensor(),
+                                 need_b ? ops::gemm(av, g, 1, k, n, rows, true, false, bv.sizes()) : Tensor()};
     });
   }
   MINIDL_CHECK(a_batch == b_batch, ValueError, "matmul: batch dimensions must match, found ", shape_str(a.sizes()),
                " and ", shape_str(b.sizes()));
   const std::int64_t batch = shape_numel(a_batch);
-  Tensor out = gemm(a, b, batch, m, n, k, false, false, out_shape);
+  Tensor out = ops::gemm(a, b, batch, m, n, k, false, false, out_shape);
   return autograd::record(out, "BmmBackward", {a, b}, [=](const Tensor& g) {
     const Tensor av = sa.get(), bv = sb.get();
-    return std::vector<Tensor>{need_a ? gemm(g, bv, batch, m, k, n, false, true, av.sizes()) : Tensor(),
-                               need_b ? gemm(av, g, batch, k, n, m, true, false, bv.sizes()) : Tensor()};
+    return std::vector<Tensor>{need_a ? ops::gemm(g, bv, batch, m, k, n, false, true, av.sizes()) : Tensor(),
+                               need_b ? ops::gemm(av, g, batch, k, n, m, true, false, bv.sizes()) : Tensor()};
   });
 }
 

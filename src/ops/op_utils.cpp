@@ -53,6 +53,13 @@ Tensor empty_as(const Shape& shape, const Tensor& t) {
   return empty(shape, TensorOptions(t.dtype()).device(t.device()));
 }
 
+Tensor gemm(const Tensor& a, const Tensor& b, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
+            bool trans_a, bool trans_b, const Shape& out_shape) {
+  Tensor out = empty_as(out_shape, a);
+  MINIDL_ON_BACKEND(a.device(), matmul(a, b, out, batch, m, n, k, trans_a, trans_b));
+  return out;
+}
+
 Tensor expand_to(const Tensor& g, const Shape& shape) {
   if (g.sizes() == shape) return g;
   Tensor out = empty_as(shape, g);

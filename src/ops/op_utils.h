@@ -24,6 +24,9 @@ std::vector<std::int64_t> normalize_dims(const std::vector<std::int64_t>& dims, 
 std::int64_t prod(const Shape& s, std::size_t begin, std::size_t end);
 /// A new uninitialised tensor with t's dtype and device.
 Tensor empty_as(const Shape& shape, const Tensor& t);
+/// op(a)·op(b) on the backend, a and b viewed as (batch, rows, cols); result has out_shape.
+Tensor gemm(const Tensor& a, const Tensor& b, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
+            bool trans_a, bool trans_b, const Shape& out_shape);
 /// `g` broadcast to `shape` (materialised).
 Tensor expand_to(const Tensor& g, const Shape& shape);
 

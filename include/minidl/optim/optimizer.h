@@ -5,8 +5,10 @@
 // configuration needs (allocated at construction, never reallocated) and a small float64 tensor holding the
 // learning rate and one step counter per parameter. On CUDA, step() is a fixed sequence of kernel launches on
 // gpu::stream() that reads the learning rate and step counts from that tensor: no allocation, no host copy,
-// no synchronisation, so a whole training step can be captured in a CUDA graph (capture after one warm-up
-// step, as with PyTorch) and set_lr() still reaches the captured update.
+// no synchronisation, so a whole training step can be captured in a CUDA graph: each replay advances the
+// step counters, set_lr() between replays reaches the captured update, and the set of parameters that have a
+// gradient is the one at capture time. Step counts are per parameter, as PyTorch's state["step"]: a parameter
+// first updated late starts its own bias correction (Adam) or momentum buffer (SGD) then.
 #include <map>
 #include <string>
 #include <vector>

@@ -1,0 +1,83 @@
+// Epoch benchmark of the example CNN, measured the way ../shared/reference's PyTorch script and
+// bench/torch_reference.py measure: a warm-up epoch first (cuDNN algorithm search, graph capture), then one
+// timed epoch of n // batch steps (drop_last) with the data resident on the device, no evaluation inside
+// the timing. Prints one RESULT line per configuration; bench/compare.py turns them into a table.
+#include <CLI/CLI.hpp>
+#include <minidl/minidl.h>
+
+#include <chrono>
+#include <cstdio>
+#include <sstream>
+
+#include "trainer.h"
+
+namespace {
+std::vector<std::string> split(const std::string& s) {
+  std::vector<std::string> out;
+  std::stringstream ss(s);
+  for (std::string item; std::getline(ss, item, ',');) out.push_back(item);
+  return out;
+}
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"bench_mnist_epoch: epoch time of the example CNN"};
+  std::string data = "/usr/share/datasets/fashion-mnist", device = "cuda", batches = "64,256", modes = "graph",
+              tf32 = "on";
+  int threads = 0;
+  std::int64_t train_limit = 0;
+  app.add_option("--data", data, "directory with the four IDX files");
+  app.add_option("--device", device, "cpu or cuda");
+  app.add_option("--batches", batches, "comma-separated batch sizes");
+  app.add_option("--modes", modes, "comma-separated: eager (no CUDA graph), graph");
+  app.add_option("--tf32", tf32, "comma-separated: on, off (TF32 in cuDNN convolutions)");
+  app.add_option("--threads", threads, "CPU threads");
+  app.add_option("--train-limit", train_limit, "use only the first N training images (CPU runs)");
+  CLI11_PARSE(app, argc, argv);
+  if (threads > 0) minidl::set_num_threads(threads);
+
+  const auto norm = minidl::data::Normalization::fashion_mnist();
+  auto train_set = std::make_shared<minidl::data::MnistDataset>(minidl::data::MnistDataset::load(data, true, norm));
+  auto test_set = std::make_shared<minidl::data::MnistDataset>(minidl::data::MnistDataset::load(data, false, norm));
+  if (train_limit > 0) train_set->limit(train_limit);
+  const minidl::Device dev(device);
+  std::printf("minidl %s device %s%s threads %d\n", MINIDL_VERSION_STRING, dev.str().c_str(),
+              dev.is_cuda() ? (" " + minidl::cuda::device_name(dev.index())).c_str() : "", minidl::get_num_threads());
+  for (const std::string& t : split(tf32)) {
+    minidl::cuda::set_allow_tf32(t == "on", false);
+    for (const std::string& mode : split(modes)) {
+      for (const std::string& b : split(batches)) {
+        minidl::manual_seed(0);
+        mnist::TrainConfig c;
+        c.device = dev;
+        c.batch_size = std::stoll(b);
+        c.progress = false;
+        c.drop_last = true;
+        c.cuda_graph = mode == "graph";
+        mnist::Trainer trainer(c, train_set, test_set);
+        const bool cuda = dev.is_cuda();
+        trainer.train_epoch(1);  // warm-up: algorithm search, capture
+        if (cuda) {
+          minidl::cuda::synchronize();
+          minidl::cuda::reset_peak_memory_stats(dev.index());
+        }
+        const auto before = cuda ? minidl::cuda::memory_stats(dev.index()) : minidl::cuda::MemoryStats{};
+        const mnist::EpochStats s = trainer.train_epoch(2);
+        const auto after = cuda ? minidl::cuda::memory_stats(dev.index()) : minidl::cuda::MemoryStats{};
+        const mnist::EpochStats test = trainer.evaluate();
+        const std::int64_t steps = train_set->size() / c.batch_size;
+        char line[512];
+        std::snprintf(line, sizeof line,
+                      "RESULT framework=minidl device=%s mode=%s batch=%s tf32=%s epoch_s=%.3f imgs_per_s=%.0f "
+                      "step_us=%.1f graph_nodes=%zu peak_mb=%.1f cuda_mallocs_in_epoch=%zu test_acc=%.4f",
+                      dev.str().c_str(), mode.c_str(), b.c_str(), t.c_str(), s.seconds, s.images_per_s,
+                      1e6 * s.seconds / static_cast<double>(steps), trainer.graph_nodes(),
+                      static_cast<double>(after.peak_allocated) / (1 << 20),
+                      after.num_device_allocs - before.num_device_allocs, test.accuracy);
+        std::printf("%s\n", line);
+        std::fflush(stdout);
+      }
+    }
+  }
+  return 0;
+}

@@ -1,0 +1,26 @@
+#pragma once
+// The --metrics CSV: epoch,device,split,loss,accuracy,seconds,images_per_s — one row per epoch and split,
+// flushed as it is written so a crashed run keeps every finished epoch.
+#include <cstdint>
+#include <fstream>
+#include <string>
+
+namespace mnist {
+
+struct EpochStats {
+  double loss = 0, accuracy = 0, seconds = 0, images_per_s = 0;
+};
+
+class MetricsWriter {
+ public:
+  /// Opens (truncates, or appends when `append` and the file exists) and writes the header if new.
+  MetricsWriter(const std::string& path, bool append);
+  void write(std::int64_t epoch, const std::string& device, const std::string& split, const EpochStats& s);
+  static const char* header() { return "epoch,device,split,loss,accuracy,seconds,images_per_s"; }
+
+ private:
+  std::string path_;
+  std::ofstream out_;
+};
+
+}  // namespace mnist

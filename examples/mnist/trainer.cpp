@@ -1,0 +1,144 @@
+#include "trainer.h"
+
+#include <chrono>
+
+#include "progress.h"
+
+namespace mnist {
+
+namespace F = minidl::nn::functional;
+using minidl::Tensor;
+
+std::unique_ptr<minidl::optim::Optimizer> make_optimizer(const TrainConfig& c, std::vector<Tensor> params) {
+  namespace optim = minidl::optim;
+  if (c.optimizer == "sgd") return std::make_unique<optim::SGD>(params, optim::SGDOptions(c.lr).momentum(c.momentum));
+  if (c.optimizer == "adam") return std::make_unique<optim::Adam>(params, optim::AdamOptions(c.lr));
+  if (c.optimizer == "adamw") return std::make_unique<optim::AdamW>(params, optim::AdamWOptions(c.lr));
+  if (c.optimizer == "adadelta") return std::make_unique<optim::Adadelta>(params, optim::AdadeltaOptions(c.lr));
+  throw minidl::ValueError("unknown optimizer \"" + c.optimizer + "\" (expected sgd, adam, adamw or adadelta)");
+}
+
+namespace {
+
+minidl::data::DataLoaderOptions loader_options(const TrainConfig& c, std::int64_t batch, bool train) {
+  minidl::data::DataLoaderOptions o;
+  o.set_batch_size(batch).set_shuffle(train).set_drop_last(train && c.drop_last).set_seed(c.seed).set_device(c.device);
+  o.set_device_resident(c.device.is_cuda() && c.data_on_device);
+  return o;
+}
+
+/// Number of correct predictions in the batch, as a 0-d tensor on the device.
+Tensor correct_count(const Tensor& logits, const Tensor& target) {
+  return minidl::eq(minidl::argmax(logits, 1).to(minidl::kFloat32), target.to(minidl::kFloat32)).sum();
+}
+
+double elapsed_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+}
+
+}  // namespace
+
+Trainer::Trainer(TrainConfig config, std::shared_ptr<const minidl::data::Dataset> train_set,
+                 std::shared_ptr<const minidl::data::Dataset> test_set)
+    : config_(std::move(config)),
+      model_(),
+      train_loader_(std::move(train_set), loader_options(config_, config_.batch_size, true)),
+      test_loader_(std::move(test_set), loader_options(config_, config_.test_batch_size, false)) {
+  model_->to(config_.device);
+  optimizer_ = make_optimizer(config_, model_->parameters());
+  const auto dev = minidl::TensorOptions(minidl::kFloat32).device(config_.device);
+  loss_sum_ = minidl::zeros({}, dev);
+  correct_ = minidl::zeros({}, dev);
+}
+
+void Trainer::step(const Tensor& x, const Tensor& y) {
+  const Tensor logits = model_(x);
+  const Tensor loss = F::cross_entropy(logits, y);
+  loss.backward();
+  optimizer_->step();
+  minidl::NoGradGuard no_grad;
+  loss_sum_.add_(loss.detach(), static_cast<double>(y.size(0)));
+  correct_.add_(correct_count(logits, y));
+}
+
+void Trainer::run_batch(const minidl::data::Batch& batch) {
+  // Two eager steps first: they choose the cuDNN algorithms and create the optimizer state, which a
+  // capture could not do (both allocate and synchronise).
+  constexpr std::int64_t kWarmupSteps = 2;
+  const bool full = batch.target.size(0) == config_.batch_size;
+  const bool use_graph = config_.device.is_cuda() && config_.cuda_graph && full && eager_steps_ >= kWarmupSteps;
+  if (!use_graph) {
+    optimizer_->zero_grad();
+    step(batch.data, batch.target);
+    if (full) ++eager_steps_;
+    return;
+  }
+  if (!graph_.captured()) {
+    static_x_ = minidl::empty_like(batch.data);
+    static_y_ = minidl::empty_like(batch.target);
+    optimizer_->zero_grad();  // the captured backward then writes fresh gradient buffers that stay the graph's
+    static_x_.copy_(batch.data);
+    static_y_.copy_(batch.target);
+    graph_.capture_begin();
+    step(static_x_, static_y_);
+    graph_.capture_end();
+  } else {
+    static_x_.copy_(batch.data);
+    static_y_.copy_(batch.target);
+  }
+  graph_.replay();
+}
+
+EpochStats Trainer::train_epoch(std::int64_t epoch) {
+  const auto t0 = std::chrono::steady_clock::now();
+  model_->train();
+  {
+    minidl::NoGradGuard no_grad;
+    loss_sum_.zero_();
+    correct_.zero_();
+  }
+  std::int64_t seen = 0, batches = 0;
+  Progress progress("epoch " + std::to_string(epoch) + " " + config_.device.str(), train_loader_.num_batches(),
+                    config_.batch_size);
+  train_loader_.start_epoch(epoch);
+  while (auto batch = train_loader_.next()) {
+    run_batch(*batch);
+    seen += batch->target.size(0);
+    ++batches;
+    if (config_.progress && progress.due()) progress.update(batches, loss_sum_.item<float>() / static_cast<double>(seen));
+  }
+  EpochStats s;
+  s.loss = loss_sum_.item<float>() / static_cast<double>(seen);  // waits for the device: the epoch is done
+  s.accuracy = correct_.item<float>() / static_cast<double>(seen);
+  s.seconds = elapsed_since(t0);
+  s.images_per_s = static_cast<double>(seen) / s.seconds;
+  if (config_.progress) {
+    progress.update(batches, s.loss);
+    progress.finish();
+  }
+  return s;
+}
+
+EpochStats Trainer::evaluate() {
+  const auto t0 = std::chrono::steady_clock::now();
+  model_->eval();
+  minidl::NoGradGuard no_grad;
+  const auto dev = minidl::TensorOptions(minidl::kFloat32).device(config_.device);
+  Tensor loss_sum = minidl::zeros({}, dev), correct = minidl::zeros({}, dev);
+  std::int64_t seen = 0;
+  test_loader_.start_epoch(0);
+  while (auto batch = test_loader_.next()) {
+    const Tensor logits = model_(batch->data);
+    loss_sum.add_(F::cross_entropy(logits, batch->target, minidl::nn::Reduction::Sum));
+    correct.add_(correct_count(logits, batch->target));
+    seen += batch->target.size(0);
+  }
+  EpochStats s;
+  s.loss = loss_sum.item<float>() / static_cast<double>(seen);
+  s.accuracy = correct.item<float>() / static_cast<double>(seen);
+  s.seconds = elapsed_since(t0);
+  s.images_per_s = static_cast<double>(seen) / s.seconds;
+  return s;
+}
+
+}  // namespace mnist

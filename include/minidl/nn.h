@@ -1,0 +1,5 @@
+#pragma once
+#include "minidl/nn/functional.h"
+#include "minidl/nn/init.h"
+#include "minidl/nn/module.h"
+#include "minidl/nn/modules.h"

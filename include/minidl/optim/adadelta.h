@@ -1,0 +1,35 @@
+#pragma once
+// Adadelta (Zeiler), as torch.optim.Adadelta:
+//   g += weight_decay * p;  sq = rho * sq + (1 - rho) * g^2
+//   delta = sqrt(acc + eps) / sqrt(sq + eps) * g;  acc = rho * acc + (1 - rho) * delta^2;  p -= lr * delta
+#include <vector>
+
+#include "minidl/optim/optimizer.h"
+
+namespace minidl {
+namespace optim {
+
+struct AdadeltaOptions {
+  AdadeltaOptions(double lr = 1.0) : lr_(lr) {}  // NOLINT: implicit, as LibTorch
+  MINIDL_OPTIM_ARG(double, lr);
+  MINIDL_OPTIM_ARG(double, rho) = 0.9;
+  MINIDL_OPTIM_ARG(double, eps) = 1e-6;
+  MINIDL_OPTIM_ARG(double, weight_decay) = 0.0;
+
+ public:
+  /// Throws ValueError naming the option: lr, eps, weight_decay finite and >= 0, rho in [0, 1].
+  void validate() const;
+};
+
+class Adadelta : public Optimizer {
+ public:
+  Adadelta(std::vector<Tensor> params, AdadeltaOptions options = {});
+  void step() override;
+  const AdadeltaOptions& options() const { return options_; }
+
+ private:
+  AdadeltaOptions options_;
+};
+
+}  // namespace optim
+}  // namespace minidl

@@ -1,0 +1,63 @@
+// conv2d: forward, backward-input and backward-weight kernels (cuDNN on the GPU, im2col + GEMM on the CPU).
+#include "layers/layer_dispatch.h"
+#include "minidl/nn/functional.h"
+
+namespace minidl {
+namespace nn {
+
+ExpandingArray2::ExpandingArray2(std::initializer_list<std::int64_t> l) {
+  MINIDL_CHECK(l.size() == 1 || l.size() == 2, ValueError, "expected 1 or 2 sizes (height, width), found ", l.size());
+  h = *l.begin();
+  w = *(l.end() - 1);
+}
+
+namespace functional {
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, ExpandingArray2 stride,
+              ExpandingArray2 padding, ExpandingArray2 dilation, std::int64_t groups) {
+  ops::check_same(input, weight, "conv2d");
+  ops::check_floating(input, "conv2d");
+  MINIDL_CHECK(input.dim() == 4, ValueError, "conv2d: input must be (N, C, H, W), found shape ", shape_str(input.sizes()));
+  MINIDL_CHECK(weight.dim() == 4, ValueError, "conv2d: weight must be (out_channels, in_channels/groups, kH, kW), found ",
+               shape_str(weight.sizes()));
+  MINIDL_CHECK(groups > 0 && input.size(1) % groups == 0, ValueError, "conv2d: input of shape ", shape_str(input.sizes()),
+               " has ", input.size(1), " channels, which groups (", groups, ") must divide");
+  MINIDL_CHECK(weight.size(1) * groups == input.size(1), ValueError, "conv2d: weight of shape ", shape_str(weight.sizes()),
+               " expects ", weight.size(1) * groups, " input channels (groups=", groups, "), input of shape ",
+               shape_str(input.sizes()), " has ", input.size(1));
+  kernels::Conv2dParams p;
+  p.N = input.size(0); p.C = input.size(1); p.H = input.size(2); p.W = input.size(3);
+  p.K = weight.size(0); p.R = weight.size(2); p.S = weight.size(3);
+  p.stride_h = stride.h; p.stride_w = stride.w; p.pad_h = padding.h; p.pad_w = padding.w;
+  p.dil_h = dilation.h; p.dil_w = dilation.w; p.groups = groups;
+  p.finalize("conv2d");
+  if (bias.defined()) {
+    ops::check_same(input, bias, "conv2d (bias)");
+    MINIDL_CHECK(bias.dim() == 1 && bias.size(0) == p.K, ValueError, "conv2d: bias must have shape [", p.K, "], found ",
+                 shape_str(bias.sizes()));
+  }
+  Tensor out = ops::empty_as({p.N, p.K, p.P, p.Q}, input);
+  MINIDL_LAYER_KERNEL(input, conv2d_forward, p, layers::ptr<T>(input), layers::ptr<T>(weight), layers::ptr<T>(bias),
+                      layers::ptr<T>(out));
+  autograd::SavedTensor sx(input, "conv2d"), sw(weight, "conv2d");
+  const bool need_x = input.requires_grad(), need_w = weight.requires_grad(), need_b = bias.defined() && bias.requires_grad();
+  return autograd::record(out, "Conv2dBackward", {input, weight, bias}, [=](const Tensor& g) {
+    const Tensor x = sx.get(), w = sw.get();
+    Tensor dx, dw, db;
+    if (need_x) {
+      dx = ops::empty_as(x.sizes(), g);
+      MINIDL_LAYER_KERNEL(g, conv2d_backward_input, p, layers::ptr<T>(g), layers::ptr<T>(w), layers::ptr<T>(dx));
+    }
+    if (need_w || need_b) {
+      dw = ops::empty_as(w.sizes(), g);  // the kernel computes both together
+      if (need_b) db = ops::empty_as({p.K}, g);
+      MINIDL_LAYER_KERNEL(g, conv2d_backward_weight, p, layers::ptr<T>(x), layers::ptr<T>(g), layers::ptr<T>(dw),
+                          layers::ptr<T>(db));
+    }
+    return std::vector<Tensor>{dx, need_w ? dw : Tensor(), db};
+  });
+}
+
+}  // namespace functional
+}  // namespace nn
+}  // namespace minidl

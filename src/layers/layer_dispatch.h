@@ -1,0 +1,30 @@
+#pragma once
+// Routes a layer kernel (templated on the element type, same name in minidl::cpu and minidl::gpu) to the
+// tensor's device: MINIDL_LAYER_KERNEL(x, conv2d_forward, p, ptr<T>(x), ...). Inside the call `T` is the
+// element type.
+#include "cpu/batch_norm.h"
+#include "cpu/conv2d.h"
+#include "cpu/pool2d.h"
+#include "kernels/dispatch_types.h"
+#include "ops/op_utils.h"
+#if MINIDL_CUDA_ENABLED
+#include "cuda/batch_norm.h"
+#include "cuda/conv2d.h"
+#include "cuda/pool2d.h"
+#endif
+
+namespace minidl {
+namespace layers {
+/// Typed data pointer of an optional tensor (nullptr when undefined).
+template <class T>
+T* ptr(const Tensor& t) {
+  return t.defined() ? t.data_ptr<T>() : nullptr;
+}
+}  // namespace layers
+}  // namespace minidl
+
+#define MINIDL_LAYER_KERNEL(tensor, name, ...)                                       \
+  ::minidl::kernels::dispatch_floating((tensor).dtype(), #name, [&](auto tag_) {    \
+    using T = typename decltype(tag_)::type;                                        \
+    MINIDL_ON_BACKEND((tensor).device(), name<T>(__VA_ARGS__));                     \
+  })

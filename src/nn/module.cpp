@@ -1,0 +1,150 @@
+#include "minidl/nn/module.h"
+
+#include <algorithm>
+#include <functional>
+
+#include "core/tensor_impl.h"
+
+namespace minidl {
+namespace nn {
+namespace {
+
+void check_name(const std::string& name, const std::string& owner, const char* what) {
+  MINIDL_CHECK(!name.empty() && name.find('.') == std::string::npos, ValueError, owner, ".register_", what,
+               ": name must be non-empty and contain no '.', found \"", name, "\"");
+}
+
+/// Replaces t's data with `moved` in place, so every handle to t sees the new device/dtype.
+void swap_storage(const Tensor& t, const Tensor& moved) {
+  TensorImpl* impl = t.unsafe_impl();
+  const TensorImpl* src = moved.unsafe_impl();
+  impl->storage = src->storage;
+  impl->byte_offset = src->byte_offset;
+  impl->dtype = src->dtype;
+}
+
+}  // namespace
+
+Tensor Module::forward(const Tensor&) {
+  throw ValueError(name_ + ": this module has no single-tensor forward(); call its own forward overload");
+}
+
+Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
+  check_name(name, name_, "parameter");
+  for (const auto& p : parameters_) {
+    MINIDL_CHECK(p.first != name, ValueError, name_, ".register_parameter: a parameter named \"", name, "\" already exists");
+  }
+  MINIDL_CHECK(tensor.defined(), ValueError, name_, ".register_parameter(\"", name, "\"): tensor is undefined");
+  if (requires_grad) tensor.requires_grad_(true);
+  parameters_.emplace_back(name, tensor);
+  return parameters_.back().second;
+}
+
+Tensor& Module::register_buffer(const std::string& name, Tensor tensor) {
+  check_name(name, name_, "buffer");
+  for (const auto& b : buffers_) {
+    MINIDL_CHECK(b.first != name, ValueError, name_, ".register_buffer: a buffer named \"", name, "\" already exists");
+  }
+  buffers_.emplace_back(name, tensor);
+  return buffers_.back().second;
+}
+
+void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
+  check_name(name, name_, "module");
+  MINIDL_CHECK(module != nullptr, ValueError, name_, ".register_module(\"", name, "\"): module is null");
+  for (const auto& c : children_) {
+    MINIDL_CHECK(c.first != name, ValueError, name_, ".register_module: a submodule named \"", name, "\" already exists");
+  }
+  children_.emplace_back(name, std::move(module));
+}
+
+void Module::collect(const std::string& prefix, bool recurse, bool params,
+                     std::vector<std::pair<std::string, Tensor>>& out) const {
+  for (const auto& [n, t] : params ? parameters_ : buffers_) {
+    if (t.defined()) out.emplace_back(prefix + n, t);
+  }
+  if (!recurse) return;
+  for (const auto& [n, c] : children_) c->collect(prefix + n + ".", true, params, out);
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", recurse, true, out);
+  return out;
+}
+
+std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
+  std::vector<std::pair<std::string, Tensor>> out;
+  collect("", recurse, false, out);
+  return out;
+}
+
+std::vector<Tensor> Module::parameters(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& p : named_parameters(recurse)) out.push_back(p.second);
+  return out;
+}
+
+std::vector<Tensor> Module::buffers(bool recurse) const {
+  std::vector<Tensor> out;
+  for (auto& b : named_buffers(recurse)) out.push_back(b.second);
+  return out;
+}
+
+void Module::train(bool on) {
+  training_ = on;
+  for (auto& c : children_) c.second->train(on);
+}
+
+void Module::to(Device device) {
+  NoGradGuard no_grad;
+  for (auto& [n, t] : named_parameters()) {
+    swap_storage(t, t.detach().to(device));
+    if (t.grad().defined()) t.mutable_grad() = t.grad().to(device);
+  }
+  for (auto& [n, t] : named_buffers()) swap_storage(t, t.to(device));
+}
+
+void Module::to(DType dtype) {
+  NoGradGuard no_grad;
+  for (auto& [n, t] : named_parameters()) {
+    if (!is_floating(t.dtype())) continue;
+    swap_storage(t, t.detach().to(dtype));
+    if (t.grad().defined()) t.mutable_grad() = t.grad().to(dtype);
+  }
+  for (auto& [n, t] : named_buffers()) {
+    if (is_floating(t.dtype())) swap_storage(t, t.to(dtype));
+  }
+}
+
+void Module::zero_grad(bool set_to_none) {
+  for (auto& p : parameters()) {
+    if (!p.grad().defined()) continue;
+    if (set_to_none) {
+      p.mutable_grad() = Tensor();
+    } else {
+      NoGradGuard g;
+      p.mutable_grad().zero_();
+    }
+  }
+}
+
+std::ostream& operator<<(std::ostream& os, const Module& m) {
+  std::function<void(const Module&, int)> rec = [&](const Module& mod, int depth) {
+    mod.pretty_print(os);
+    const auto children = mod.named_children();
+    if (children.empty()) return;
+    os << "(\n";
+    for (const auto& [n, c] : children) {
+      os << std::string(static_cast<std::size_t>(depth + 1) * 2, ' ') << "(" << n << "): ";
+      rec(*c, depth + 1);
+      os << "\n";
+    }
+    os << std::string(static_cast<std::size_t>(depth) * 2, ' ') << ")";
+  };
+  rec(m, 0);
+  return os;
+}
+
+}  // namespace nn
+}  // namespace minidl

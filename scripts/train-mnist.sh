@@ -1,10 +1,17 @@
 #!/usr/bin/env bash
-# Installs dependencies, builds minidl and trains the MNIST CNN example on Fashion-MNIST.
+# Installs dependencies (Fashion-MNIST from Debian's dataset-fashion-mnist among them), builds minidl and
+# trains the MNIST CNN example. With a usable GPU it trains on the CPU and the GPU and compares them.
+# Extra arguments go to mnist_train (default: --epochs 2), e.g. `bash scripts/train-mnist.sh --epochs 10`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
 export PATH="/usr/local/cuda/bin:$PATH"
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DMINIDL_BUILD_TESTS=OFF
-cmake --build build/release -j "$(nproc)" --target minidl_cli
+cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DMINIDL_BUILD_TESTS=OFF -DMINIDL_BUILD_BENCH=OFF > /dev/null
+cmake --build build/release -j "$(nproc)" --target minidl_cli mnist_train
 ./build/release/tools/minidl info || true
-echo "The MNIST example (examples/mnist) is being built next; until it lands this script stops here."
+args=("$@")
+[ ${#args[@]} -eq 0 ] && args=(--epochs 2)
+if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then
+  args+=(--compare)
+fi
+exec ./build/release/examples/mnist/mnist_train --metrics build/release/mnist_metrics.csv "${args[@]}"

@@ -36,9 +36,10 @@ template <class T> struct PerDraw { static constexpr int value = 4; };
 template <> struct PerDraw<double> { static constexpr int value = 2; };
 
 template <class T>
-__global__ void random_kernel(T* out, i64 n, unsigned long long seed, unsigned long long offset, bool normal, double a,
-                              double b, T top) {
+__global__ void random_kernel(T* out, i64 n, unsigned long long seed, unsigned long long offset,
+                              const std::uint64_t* offset_base, bool normal, double a, double b, T top) {
   constexpr int k = PerDraw<T>::value;
+  if (offset_base) offset += *offset_base;  // set inside a captured graph: fresh numbers every replay
   const i64 groups = (n + k - 1) / k;
   GRID_STRIDE(g, groups) {
     curandStatePhilox4_32_10_t st;
@@ -260,7 +261,7 @@ void random_fill(Tensor& out, bool normal, double a, double b) {
     const i64 groups = (out.numel() + PerDraw<T>::value - 1) / PerDraw<T>::value;
     const T top = std::max(static_cast<T>(a), std::nextafter(static_cast<T>(b), static_cast<T>(a)));
     random_kernel<<<blocks_for(groups), kThreads, 0, stream()>>>(out.data_ptr<T>(), out.numel(), st.seed, st.offset,
-                                                                  normal, a, b, top);
+                                                                  st.device_base, normal, a, b, top);
   });
   MINIDL_CUDA_KERNEL_CHECK();
 }

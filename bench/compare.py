@@ -33,17 +33,17 @@ def main():
     here = __file__.rsplit("/", 1)[0]
     mine = results([a.bench] + rest)
     torch = results([a.python, f"{here}/torch_reference.py"] + rest)
-    key = lambda r: (r["device"], r["mode"], r["batch"], r.get("tf32", "on"))
+    key = lambda r: (r["device"].split(":")[0], r["mode"], r["batch"], r.get("tf32", "on"))
     ref = {key(r): r for r in torch}
     header = ["config", "minidl s", "PyTorch s", "PyTorch/minidl", "minidl step us", "graph nodes", "minidl MB",
-              "PyTorch MB", "minidl acc", "PyTorch acc"]
+              "PyTorch MB", "minidl step MB", "minidl acc", "PyTorch acc"]
     table = []
     for r in mine:
         t = ref.get(key(r), {})
         ms, ts = float(r["epoch_s"]), float(t.get("epoch_s", "nan"))
         table.append([f"{r['device']} {r['mode']} b{r['batch']} tf32 {r.get('tf32', 'on')}", f"{ms:.3f}", f"{ts:.3f}",
                       f"{ts / ms:.2f}x", r["step_us"], r.get("graph_nodes", ""), r.get("peak_mb", ""),
-                      t.get("peak_mb", ""), r.get("test_acc", ""), t.get("test_acc", "")])
+                      t.get("peak_mb", ""), r.get("step_peak_mb", ""), r.get("test_acc", ""), t.get("test_acc", "")])
     widths = [max(len(str(x)) for x in col) for col in zip(header, *table)]
     print()
     for row in [header] + table:

@@ -112,5 +112,12 @@ void* workspace(std::size_t bytes) {
   return c.workspace;
 }
 
+void release_workspace() {
+  DeviceContext& c = context();
+  if (c.workspace) device_free(c.workspace);
+  c.workspace = nullptr;
+  c.workspace_bytes = 0;
+}
+
 }  // namespace gpu
 }  // namespace minidl

@@ -46,6 +46,9 @@ void device_free(void* ptr);
 /// Scratch memory for cuDNN/cuBLAS workspaces: a buffer of at least `bytes` that stays valid until the next
 /// call of workspace() on this device (all users are ordered on stream()).
 void* workspace(std::size_t bytes);
+/// Frees the workspace buffer (e.g. after an algorithm search asked for far more than the chosen algorithm
+/// needs), so memory is not held for scratch nobody uses.
+void release_workspace();
 
 /// Launch configuration for a grid-stride loop over n elements.
 inline unsigned int blocks_for(long long n, int threads = 256) {

@@ -63,10 +63,13 @@ struct Settings {
 
 template <class T>
 Settings current_settings() {
-  // FMA math keeps float convolutions in full precision (results match the CPU); the default math type lets
-  // cuDNN use TF32 tensor cores. Double has no TF32 path, so its math type stays the default.
-  const bool fma_only = std::is_same<T, float>::value && !cuda::allow_tf32_conv();
-  return {cudnn_type<T>::value, fma_only ? CUDNN_FMA_MATH : CUDNN_DEFAULT_MATH, deterministic()};
+  // FMA math keeps float convolutions in full precision (results match the CPU); tensor-op math offers cuDNN
+  // the TF32 tensor-core kernels (with the default math type its search kept to SIMT kernels: measured on the
+  // H200, 2026-11-29). Double has no TF32 path, so its math type stays the default.
+  const bool is_float = std::is_same<T, float>::value;
+  const cudnnMathType_t math = !is_float ? CUDNN_DEFAULT_MATH
+                               : cuda::allow_tf32_conv() ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
+  return {cudnn_type<T>::value, math, deterministic()};
 }
 
 std::string describe(const Conv2dParams& p) {
@@ -161,6 +164,7 @@ Algorithm choose_algorithm(Pass pass, int algo_count, const Settings& s, bool (*
       if (probe(a, &need) == CUDNN_STATUS_SUCCESS && need <= kMaxWorkspaceBytes) bytes = std::max(bytes, need);
     }
     find(algo_count, &returned, results.data(), bytes > 0 ? workspace(bytes) : nullptr, bytes);
+    release_workspace();  // the chosen algorithm asks for its own (usually far smaller) workspace when it runs
     limit = bytes;
   }
   for (int i = 0; i < returned; ++i) {

@@ -6,15 +6,21 @@
 namespace minidl {
 namespace {
 
-/// Sums over `dims` (sorted, unique) keeping them as size 1.
+/// Sums over `dims` (sorted, unique) keeping them as size 1. Adjacent dims are reduced together as one
+/// (a run like H, W becomes a single n = H*W), so each run is one pass over long contiguous rows.
 Tensor sum_keepdim(const Tensor& a, const std::vector<std::int64_t>& dims) {
   Tensor cur = a;
   Shape shape = a.sizes();
-  for (auto it = dims.rbegin(); it != dims.rend(); ++it) {
-    const auto d = static_cast<std::size_t>(*it);
-    if (shape[d] == 1) continue;
-    const std::int64_t outer = ops::prod(shape, 0, d), n = shape[d], inner = ops::prod(shape, d + 1, shape.size());
-    shape[d] = 1;
+  std::size_t end = dims.size();
+  while (end > 0) {
+    std::size_t begin = end - 1;
+    while (begin > 0 && dims[begin - 1] + 1 == dims[begin]) --begin;
+    const auto first = static_cast<std::size_t>(dims[begin]), last = static_cast<std::size_t>(dims[end - 1]);
+    const std::int64_t n = ops::prod(shape, first, last + 1);
+    end = begin;
+    if (n == 1) continue;
+    const std::int64_t outer = ops::prod(shape, 0, first), inner = ops::prod(shape, last + 1, shape.size());
+    for (std::size_t d = first; d <= last; ++d) shape[d] = 1;
     Tensor out = ops::empty_as(shape, cur);
     MINIDL_ON_BACKEND(cur.device(), reduce(kernels::ReduceOp::Sum, cur, outer, n, inner, out, nullptr));
     cur = out;

@@ -74,6 +74,14 @@ TEST(CudaGraph, CapturedStepMatchesEagerStep) {
   }
 }
 
+TEST(CudaGraph, DeterministicRunsAreBitwiseIdentical) {
+  MINIDL_REQUIRE_GPU();
+  set_deterministic(true);
+  const auto first = train(false, 10), second = train(false, 10);
+  set_deterministic(false);
+  EXPECT_EQ(first, second);
+}
+
 TEST(CudaGraph, ReplaysDrawFreshDropoutMasks) {
   MINIDL_REQUIRE_GPU();
   Tensor x = ones({4096}, Device("cuda")), y;

@@ -1,5 +1,6 @@
 // mnist_train: trains the classic MNIST CNN on MNIST or Fashion-MNIST on the CPU or a GPU, or on both
-// (--compare) to measure the speedup. Exit status: 0 success, 1 runtime error, 2 command-line error.
+// (--compare) to measure the speedup. Exit status: 0 success, 1 runtime error, 2 command-line error,
+// 130 interrupted by Ctrl-C (after the current step; the last checkpoint stays intact).
 #include <CLI/CLI.hpp>
 #include <minidl/diagnose.h>
 #include <minidl/io/checkpoint.h>
@@ -12,6 +13,7 @@
 #include <filesystem>
 #include <optional>
 
+#include "interrupt.h"
 #include "trainer.h"
 
 namespace fs = std::filesystem;
@@ -19,15 +21,7 @@ using minidl::Device;
 
 namespace {
 
-struct Options {
-  std::string data_dir, device = "auto", optimizer = "sgd", save, resume, metrics, log_level = "info",
-                        normalization = "auto";
-  std::int64_t epochs = 10, batch_size = 64, train_limit = 0, test_limit = 0;
-  double lr = 0.05, momentum = 0.9;
-  std::uint64_t seed = 1;
-  int threads = 0;
-  bool compare = false, deterministic = false, no_progress = false;
-};
+using mnist::Options;
 
 bool has_idx_files(const fs::path& dir) {
   for (const char* f : {"train-images-idx3-ubyte", "train-labels-idx1-ubyte", "t10k-images-idx3-ubyte",
@@ -76,7 +70,20 @@ minidl::data::Normalization normalization_for(const Options& o, const std::strin
   return minidl::data::Normalization::from_name(o.normalization);
 }
 
-std::string state_path(const std::string& checkpoint) { return checkpoint + ".state"; }
+/// --download: MNIST into --data (default data/mnist); returns the directory.
+std::string download_mnist(const Options& o) {
+  const std::string dir = o.data_dir.empty() ? mnist::kDownloadDir : o.data_dir;
+  try {
+    mnist::download_files(o.download_url, dir, mnist::mnist_files());
+  } catch (const minidl::IOError& e) {
+    throw minidl::IOError(std::string(e.what()) + "\n--download fetches MNIST from " + o.download_url +
+                          ". Without network access, copy train-images-idx3-ubyte.gz, train-labels-idx1-ubyte.gz, "
+                          "t10k-images-idx3-ubyte.gz and t10k-labels-idx1-ubyte.gz into " + dir +
+                          " by hand, or train on Fashion-MNIST (sudo apt-get install dataset-fashion-mnist) "
+                          "without --download");
+  }
+  return dir;
+}
 
 struct RunSummary {
   Device device;
@@ -95,11 +102,12 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
   c.optimizer = o.optimizer;
   c.seed = o.seed;
   c.progress = !o.no_progress;
+  c.stop_requested = mnist::interrupt_requested;
   mnist::Trainer trainer(c, train_set, test_set);
   std::int64_t first_epoch = 1;
   if (!o.resume.empty()) {
     minidl::io::load(*trainer.model(), o.resume);
-    const minidl::io::TrainingState st = minidl::io::load_training_state(state_path(o.resume));
+    const minidl::io::TrainingState st = minidl::io::load_training_state(mnist::state_path(o.resume));
     trainer.optimizer().load_state_dict(st.optimizer);
     minidl::set_rng_state(st.rng);
     first_epoch = st.epoch + 1;
@@ -124,9 +132,13 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
       st.epoch = epoch;
       st.optimizer = trainer.optimizer().state_dict();
       st.rng = minidl::get_rng_state();
-      minidl::io::save_training_state(state_path(o.save), st);
+      minidl::io::save_training_state(mnist::state_path(o.save), st);
     }
     summary.epochs.push_back(r);
+  }
+  if (!o.export_logits.empty()) {
+    mnist::export_logits(trainer.model(), *test_set, 16, o.export_logits);
+    spdlog::info("wrote test images and logits to {}", o.export_logits);
   }
   return summary;
 }
@@ -155,34 +167,10 @@ void print_summary(const std::vector<RunSummary>& runs) {
 int main(int argc, char** argv) {
   CLI::App app{"mnist_train: train the classic MNIST CNN with minidl"};
   Options o;
-  app.add_option("--data", o.data_dir, "directory with the four IDX files (.gz or raw); default: data/mnist if "
-                                       "present, else /usr/share/datasets/fashion-mnist");
-  app.add_option("--device", o.device, "cpu, cuda[:N] or auto (the GPU if usable)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda", "cuda:0", "cuda:1", "cuda:2", "cuda:3", "cuda:4", "cuda:5",
-                             "cuda:6", "cuda:7"}));
-  app.add_option("--epochs", o.epochs, "training epochs")->check(CLI::Range(1, 100000));
-  app.add_option("--batch-size", o.batch_size, "training batch size")->check(CLI::Range(1, 1 << 20));
-  app.add_option("--lr", o.lr, "learning rate")->check(CLI::Range(0.0, 1e6));
-  app.add_option("--optimizer", o.optimizer, "sgd, adam, adamw or adadelta")
-      ->check(CLI::IsMember({"sgd", "adam", "adamw", "adadelta"}));
-  app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
-  app.add_option("--seed", o.seed, "random seed (weights, shuffling, dropout)");
-  app.add_option("--threads", o.threads, "CPU threads (default: all hardware threads)")->check(CLI::Range(1, 4096));
-  app.add_option("--train-limit", o.train_limit, "use only the first N training images")->check(CLI::Range(1, 1 << 30));
-  app.add_option("--test-limit", o.test_limit, "use only the first N test images")->check(CLI::Range(1, 1 << 30));
-  app.add_option("--normalization", o.normalization, "auto (from the data path), mnist or fashion-mnist")
-      ->check(CLI::IsMember({"auto", "mnist", "fashion-mnist"}));
-  app.add_option("--save", o.save, "write a checkpoint (safetensors) after every epoch");
-  app.add_option("--resume", o.resume, "continue from a checkpoint written by --save");
-  app.add_option("--metrics", o.metrics, "write per-epoch metrics as CSV");
-  app.add_flag("--compare", o.compare, "train on the CPU and on the GPU with the same seed and compare");
-  app.add_flag("--deterministic", o.deterministic, "only deterministic algorithms (bitwise-reproducible GPU runs)");
-  app.add_flag("--no-progress", o.no_progress, "no progress bar or progress lines");
-  app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error")
-      ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
-  app.footer("Exit status: 0 success, 1 runtime error, 2 command-line error.");
+  mnist::add_options(app, o);
   try {
     app.parse(argc, argv);
+    mnist::check_options(o);
   } catch (const CLI::ParseError& e) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
@@ -192,7 +180,9 @@ int main(int argc, char** argv) {
     spdlog::set_level(spdlog::level::from_str(o.log_level));
     if (o.threads > 0) minidl::set_num_threads(o.threads);
     minidl::set_deterministic(o.deterministic);
-    if (o.compare && !o.resume.empty()) throw minidl::ValueError("--compare and --resume cannot be combined");
+    minidl::autograd::set_detect_anomaly(o.detect_anomaly);
+    mnist::install_interrupt_handler();
+    if (o.download) o.data_dir = download_mnist(o);
     const std::string dir = find_data_dir(o.data_dir);
     const auto norm = normalization_for(o, dir);
     auto train_set = std::make_shared<minidl::data::MnistDataset>(minidl::data::MnistDataset::load(dir, true, norm));
@@ -216,6 +206,9 @@ int main(int argc, char** argv) {
       runs.push_back(run(o, pick_device(o.device), train_set, test_set, metrics.get()));
     }
     print_summary(runs);
+  } catch (const mnist::Interrupted& e) {
+    std::fprintf(stderr, "mnist_train: %s\n", e.what());
+    return 130;  // 128 + SIGINT, as a shell reports a process killed by Ctrl-C
   } catch (const minidl::OutOfMemoryError& e) {
     std::fprintf(stderr, "mnist_train: error: %s\nTry a smaller --batch-size.\n", e.what());
     return 1;

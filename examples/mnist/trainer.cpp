@@ -1,6 +1,8 @@
 #include "trainer.h"
 
 #include <chrono>
+#include <cmath>
+#include <string>
 
 #include "progress.h"
 
@@ -36,7 +38,24 @@ double elapsed_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
 
+/// Throws NonFiniteLoss naming `what` (e.g. "epoch 3 step 120: the running training loss") when loss is NaN/Inf.
+void check_finite(double loss, const std::string& what) {
+  if (std::isfinite(loss)) return;
+  throw NonFiniteLoss(what + " is " + std::to_string(loss) +
+                      ": training stopped without saving anything from this epoch (the last checkpoint, if any, is "
+                      "unchanged). Try a lower --lr, or --detect-anomaly to find the op that first produces NaN/Inf");
+}
+
 }  // namespace
+
+Interrupted::Interrupted(std::int64_t epoch, std::int64_t step)
+    : std::runtime_error("interrupted after epoch " + std::to_string(epoch) + " step " + std::to_string(step)),
+      epoch_(epoch),
+      step_(step) {}
+
+void Trainer::stop_if_requested() const {
+  if (config_.stop_requested && config_.stop_requested()) throw Interrupted(epoch_, steps_);
+}
 
 Trainer::Trainer(TrainConfig config, std::shared_ptr<const minidl::data::Dataset> train_set,
                  std::shared_ptr<const minidl::data::Dataset> test_set)
@@ -66,7 +85,9 @@ void Trainer::run_batch(const minidl::data::Batch& batch) {
   // capture could not do (both allocate and synchronise).
   constexpr std::int64_t kWarmupSteps = 2;
   const bool full = batch.target.size(0) == config_.batch_size;
-  const bool use_graph = config_.device.is_cuda() && config_.cuda_graph && full && eager_steps_ >= kWarmupSteps;
+  // Anomaly detection reads every op's output back, which a graph capture cannot do.
+  const bool use_graph = config_.device.is_cuda() && config_.cuda_graph && full && eager_steps_ >= kWarmupSteps &&
+                         !minidl::autograd::detect_anomaly();
   if (!use_graph) {
     optimizer_->zero_grad();
     step(batch.data, batch.target);
@@ -98,17 +119,32 @@ EpochStats Trainer::train_epoch(std::int64_t epoch) {
     correct_.zero_();
   }
   std::int64_t seen = 0, batches = 0;
+  epoch_ = epoch;
+  steps_ = 0;
+  stop_if_requested();
   Progress progress("epoch " + std::to_string(epoch) + " " + config_.device.str(), train_loader_.num_batches(),
                     config_.batch_size);
+  const auto where = [&] { return "epoch " + std::to_string(epoch) + " step " + std::to_string(batches); };
   train_loader_.start_epoch(epoch);
-  while (auto batch = train_loader_.next()) {
-    run_batch(*batch);
-    seen += batch->target.size(0);
-    ++batches;
-    if (config_.progress && progress.due()) progress.update(batches, loss_sum_.item<float>() / static_cast<double>(seen));
+  try {
+    while (auto batch = train_loader_.next()) {
+      run_batch(*batch);
+      seen += batch->target.size(0);
+      steps_ = ++batches;
+      if (config_.progress && progress.due()) {
+        const double running = loss_sum_.item<float>() / static_cast<double>(seen);
+        check_finite(running, where() + ": the running training loss");
+        progress.update(batches, running);
+      }
+      stop_if_requested();
+    }
+  } catch (...) {
+    if (config_.progress) progress.finish();  // ends the progress bar's line before the error is shown
+    throw;
   }
   EpochStats s;
   s.loss = loss_sum_.item<float>() / static_cast<double>(seen);  // waits for the device: the epoch is done
+  check_finite(s.loss, where() + ": the epoch's training loss");
   s.accuracy = correct_.item<float>() / static_cast<double>(seen);
   s.seconds = elapsed_since(t0);
   s.images_per_s = static_cast<double>(seen) / s.seconds;
@@ -132,9 +168,11 @@ EpochStats Trainer::evaluate() {
     loss_sum.add_(F::cross_entropy(logits, batch->target, minidl::nn::Reduction::Sum));
     correct.add_(correct_count(logits, batch->target));
     seen += batch->target.size(0);
+    stop_if_requested();
   }
   EpochStats s;
   s.loss = loss_sum.item<float>() / static_cast<double>(seen);
+  check_finite(s.loss, "the test loss after epoch " + std::to_string(epoch_));
   s.accuracy = correct.item<float>() / static_cast<double>(seen);
   s.seconds = elapsed_since(t0);
   s.images_per_s = static_cast<double>(seen) / s.seconds;

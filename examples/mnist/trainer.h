@@ -3,8 +3,10 @@
 // running loss and accuracy are read back only when the progress display is due and once per epoch.
 #include <minidl/minidl.h>
 
+#include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -26,6 +28,27 @@ struct TrainConfig {
   bool data_on_device = true;  // GPU: keep the whole dataset resident and gather batches there
   bool cuda_graph = true;      // GPU: capture the whole training step once and replay it per batch
   bool drop_last = false;      // skip the last, smaller training batch
+  /// Polled after every step and evaluation batch; when it returns true the trainer throws Interrupted.
+  std::function<bool()> stop_requested;
+};
+
+/// Training stopped at the user's request (TrainConfig::stop_requested) after `step` steps of `epoch`
+/// (step 0: before the epoch began). Nothing of the unfinished epoch is kept.
+class Interrupted : public std::runtime_error {
+ public:
+  Interrupted(std::int64_t epoch, std::int64_t step);
+  std::int64_t epoch() const { return epoch_; }
+  std::int64_t step() const { return step_; }
+
+ private:
+  std::int64_t epoch_, step_;
+};
+
+/// The loss read back from the device is NaN or Inf: the weights are no longer usable, so nothing may be saved
+/// from them (the last checkpoint stays the last good one).
+class NonFiniteLoss : public minidl::Error {
+ public:
+  using minidl::Error::Error;
 };
 
 struct EpochResult {
@@ -45,7 +68,9 @@ class Trainer {
   minidl::optim::Optimizer& optimizer() { return *optimizer_; }
   const TrainConfig& config() const { return config_; }
 
+  /// Throws Interrupted when stopped, NonFiniteLoss when the running or final training loss is not finite.
   EpochStats train_epoch(std::int64_t epoch);
+  /// Throws Interrupted when stopped, NonFiniteLoss when the test loss is not finite.
   EpochStats evaluate();
   /// Nodes (kernels, copies) of the captured training step; 0 while the step runs eagerly.
   std::size_t graph_nodes() const { return graph_.num_nodes(); }
@@ -55,6 +80,8 @@ class Trainer {
   void step(const minidl::Tensor& x, const minidl::Tensor& y);
   /// Runs one batch: eagerly during warm-up and for odd-sized batches, else by replaying the captured step.
   void run_batch(const minidl::data::Batch& batch);
+  /// Throws Interrupted when config.stop_requested says so.
+  void stop_if_requested() const;
 
   TrainConfig config_;
   Net model_;
@@ -64,6 +91,7 @@ class Trainer {
   minidl::cuda::CUDAGraph graph_;
   minidl::Tensor static_x_, static_y_;  // the captured step reads its batch from here
   std::int64_t eager_steps_ = 0;
+  std::int64_t epoch_ = 0, steps_ = 0;  // the epoch being (or last) trained and its steps done, for Interrupted
 };
 
 }  // namespace mnist

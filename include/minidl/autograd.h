@@ -77,6 +77,27 @@ struct GradcheckOptions {
 bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn, const std::vector<Tensor>& inputs,
                GradcheckOptions options = {});
 
+/// Anomaly detection, for finding where a NaN or Inf comes from (as torch.autograd.set_detect_anomaly). While
+/// on, the output of every op recorded in the graph and every gradient a node computes in backward are
+/// checked, and the first one holding NaN or Inf throws AutogradError naming the op (its node), the pass
+/// (forward or backward), the count and first position of the bad values, and whether its own inputs were
+/// already bad. Each check reads the tensor back to the host (a CUDA tensor synchronises, and a CUDA graph
+/// capture is refused): a debugging mode. Off by default; process-wide.
+void set_detect_anomaly(bool enabled);
+bool detect_anomaly();
+
+/// Turns anomaly detection on (or off) in its scope and restores the previous setting.
+class DetectAnomalyGuard {
+ public:
+  explicit DetectAnomalyGuard(bool enabled = true) : prev_(detect_anomaly()) { set_detect_anomaly(enabled); }
+  ~DetectAnomalyGuard() { set_detect_anomaly(prev_); }
+  DetectAnomalyGuard(const DetectAnomalyGuard&) = delete;
+  DetectAnomalyGuard& operator=(const DetectAnomalyGuard&) = delete;
+
+ private:
+  bool prev_;
+};
+
 }  // namespace autograd
 
 /// Disables gradient recording in its scope (like torch::NoGradGuard).

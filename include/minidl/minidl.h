@@ -10,6 +10,7 @@
 #include "minidl/tensor.h"
 #include "minidl/nn.h"
 #include "minidl/threads.h"
+#include "minidl/version.h"
 #include "minidl/optim/optimizer.h"
 #include "minidl/optim/sgd.h"
 #include "minidl/optim/adam.h"

@@ -5,6 +5,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "autograd/anomaly.h"
 #include "autograd/node.h"
 #include "minidl/ops.h"
 
@@ -98,6 +99,7 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads
     Tensor g = std::move(it->second);
     buffer.erase(it);
     std::vector<Tensor> input_grads = n->apply(g);
+    if (detect_anomaly()) anomaly::check_backward(*n, g, input_grads);
     g = Tensor();
     const auto& next = n->next_functions();
     for (std::size_t i = 0; i < next.size(); ++i) {

@@ -2,6 +2,7 @@
 
 #include <atomic>
 
+#include "autograd/anomaly.h"
 #include "minidl/ops.h"
 
 namespace minidl {
@@ -59,6 +60,7 @@ Tensor record(Tensor output, const std::string& name, const std::vector<Tensor>&
   bool any = false;
   for (const Tensor& in : inputs) any = any || (in.defined() && in.requires_grad());
   if (!any) return output;
+  if (detect_anomaly()) anomaly::check_forward(output, name, inputs);
   auto node = std::make_shared<FunctionNode>(name, std::move(backward));
   node->next_.reserve(inputs.size());
   for (const Tensor& in : inputs) {

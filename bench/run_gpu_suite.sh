@@ -2,6 +2,7 @@
 # One call on a GPU machine: build (Release, all cores), run the whole test suite (GPU tests included),
 # regenerate the PyTorch golden files where PyTorch is installed, and run the GPU benchmark beside PyTorch.
 # Usage: bench/run_gpu_suite.sh OUTDIR [DATADIR]   (DATADIR: the four Fashion-MNIST .gz files)
+# Environment: BENCH=gpu,cpu (default) selects the benchmarks; BENCH= runs none.
 set -uo pipefail
 out=${1:?output directory}
 data=${2:-/usr/share/datasets/fashion-mnist}
@@ -21,10 +22,13 @@ echo "ctest exit $?: $(grep -E 'tests passed|tests failed' "$out/ctest.log")"
 grep -E "^\s+[0-9]+ - .*\(Failed|\(Timeout|\(SEGFAULT|\(Subprocess" "$out/ctest.log" | head -40
 echo "GPU tests skipped: $(grep -c 'Skipped' "$out/ctest.log")"
 ./build/gpu/tools/minidl info > "$out/info.txt" 2>&1; echo "minidl info exit $?"; tail -12 "$out/info.txt"
-if python3 -c "import torch" 2>/dev/null; then
+bench=${BENCH-gpu,cpu}
+if [[ ",$bench," == *",gpu,"* ]] && python3 -c "import torch" 2>/dev/null; then
   python3 bench/compare.py --bench build/gpu/bench/bench_mnist_epoch --data "$data" --device cuda --modes eager,graph \
     --batches 64,256 --tf32 on,off --out "$out/gpu_compare.csv" > "$out/gpu_compare.log" 2>&1
   tail -9 "$out/gpu_compare.log"
+fi
+if [[ ",$bench," == *",cpu,"* ]] && python3 -c "import torch" 2>/dev/null; then
   for t in 16 2; do
     python3 bench/compare.py --bench build/gpu/bench/bench_mnist_epoch --data "$data" --device cpu --modes eager \
       --batches 64 --threads $t --train-limit 6400 --out "$out/cpu_compare_$t.csv" > "$out/cpu_compare_$t.log" 2>&1

@@ -3,7 +3,8 @@
 # repositories or an existing install; without them minidl builds CPU-only).
 set -euo pipefail
 packages=(cmake g++ make libeigen3-dev libspdlog-dev libcli11-dev nlohmann-json3-dev zlib1g-dev libgtest-dev
-          libbenchmark-dev dataset-fashion-mnist python3-matplotlib)
+          libbenchmark-dev dataset-fashion-mnist python3-matplotlib
+          clang libclang-rt-dev)  # clang + its runtime libraries (libFuzzer, sanitizers): scripts/fuzz.sh
 missing=()
 for p in "${packages[@]}"; do
   dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")

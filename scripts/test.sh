@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
 # Installs dependencies, then builds and tests minidl: the CUDA-enabled configuration (when a CUDA toolkit and
-# cuDNN are installed; GPU tests skip with a reason where no GPU is present) and the CPU-only configuration.
+# cuDNN are installed; GPU tests skip with a reason where no GPU is present) and the CPU-only configuration,
+# each followed by the install check (scripts/check-consumer.sh: a separate project uses the installed package);
+# then the CPU-only suite under AddressSanitizer + UndefinedBehaviorSanitizer (scripts/sanitize.sh) and
+# 60 seconds of libFuzzer on each file reader (scripts/fuzz.sh). MINIDL_SKIP_HARDENING=1 skips those two.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 bash scripts/install-deps.sh
@@ -17,4 +20,11 @@ for entry in "${configs[@]}"; do
   cmake -S . -B "$dir" -DCMAKE_BUILD_TYPE=Release $flags
   cmake --build "$dir" -j "$jobs"
   ctest --test-dir "$dir" --output-on-failure -j "$jobs"
+  bash scripts/check-consumer.sh "$dir"   # install into a temporary prefix; build + run tests/consumer
 done
+if [ "${MINIDL_SKIP_HARDENING:-0}" != 1 ]; then
+  echo "=== configuration build/asan (CPU-only, AddressSanitizer + UndefinedBehaviorSanitizer)"
+  bash scripts/sanitize.sh
+  echo "=== fuzzing the IDX and safetensors readers (60 s each)"
+  bash scripts/fuzz.sh 60
+fi

@@ -13,7 +13,10 @@
 #include <filesystem>
 #include <optional>
 
+#include "download.h"
+#include "export_logits.h"
 #include "interrupt.h"
+#include "options.h"
 #include "trainer.h"
 
 namespace fs = std::filesystem;

@@ -63,7 +63,7 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--no-progress", o.no_progress, "no progress bar or progress lines");
   app.add_option("--log-level", o.log_level, "trace, debug, info, warn, error")
       ->check(CLI::IsMember({"trace", "debug", "info", "warn", "error", "off"}));
-  app.footer("Exit status: 0 success, 1 runtime error, 2 command-line error.");
+  app.footer("Exit status: 0 success, 1 runtime error, 2 command-line error, 130 interrupted (Ctrl-C).");
 }
 
 void check_options(const Options& o) {

@@ -41,7 +41,7 @@ double elapsed_since(std::chrono::steady_clock::time_point t0) {
 /// Throws NonFiniteLoss naming `what` (e.g. "epoch 3 step 120: the running training loss") when loss is NaN/Inf.
 void check_finite(double loss, const std::string& what) {
   if (std::isfinite(loss)) return;
-  throw NonFiniteLoss(what + " is " + std::to_string(loss) +
+  throw NonFiniteLoss(what + " is " + (std::isnan(loss) ? "NaN" : loss > 0 ? "+Inf" : "-Inf") +
                       ": training stopped without saving anything from this epoch (the last checkpoint, if any, is "
                       "unchanged). Try a lower --lr, or --detect-anomaly to find the op that first produces NaN/Inf");
 }

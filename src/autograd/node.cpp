@@ -45,7 +45,13 @@ std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
   return node;
 }
 
-SavedTensor::SavedTensor(const Tensor& t, std::string op) : tensor_(t), version_(t.version()), op_(std::move(op)) {}
+// Keeps the data (storage, offset, shape, dtype) but not the autograd identity: an op that saves its own output
+// would otherwise form the cycle output -> grad_fn -> backward closure -> saved output, and every graph not
+// released by a backward pass (inference without NoGradGuard, retain_graph, a failed backward) would leak. The
+// version counter lives on the storage, so in-place changes are still detected; backward closures run without
+// grad mode and never need the saved tensor's own history.
+SavedTensor::SavedTensor(const Tensor& t, std::string op)
+    : tensor_(t.defined() ? t.detach() : t), version_(t.version()), op_(std::move(op)) {}
 
 Tensor SavedTensor::get() const {
   MINIDL_CHECK(tensor_.version() == version_, AutogradError,

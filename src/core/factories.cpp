@@ -41,10 +41,16 @@ Tensor empty_like(const Tensor& t) { return empty(t.sizes(), TensorOptions(t.dty
 Tensor arange(double end, TensorOptions o) { return arange(0.0, end, 1.0, o); }
 
 Tensor arange(double start, double end, double step, TensorOptions o) {
+  MINIDL_CHECK(std::isfinite(start) && std::isfinite(end) && std::isfinite(step), ValueError,
+               "arange: start, end and step must be finite, found ", start, ", ", end, ", ", step);
   MINIDL_CHECK(step != 0.0, ValueError, "arange: step must be nonzero");
   MINIDL_CHECK((end - start) / step >= 0, ValueError, "arange: the range from ", start, " to ", end,
                " is empty or runs against the step ", step);
-  const auto n = static_cast<std::int64_t>(std::ceil((end - start) / step));
+  const double count = std::ceil((end - start) / step);
+  // Checked before the conversion: a double beyond int64's range does not convert (undefined behaviour).
+  MINIDL_CHECK(count < static_cast<double>(std::numeric_limits<std::int64_t>::max()), ValueError, "arange: the range ",
+               "from ", start, " to ", end, " by ", step, " has ", count, " elements, more than a tensor can hold");
+  const auto n = static_cast<std::int64_t>(count);
   const bool rg = o.requires_grad_;
   Tensor t = empty({n}, o.requires_grad(false));
   MINIDL_ON_BACKEND(t.device(), arange(t, start, step));
@@ -52,7 +58,8 @@ Tensor arange(double start, double end, double step, TensorOptions o) {
 }
 
 Tensor uniform(const Shape& shape, double low, double high, TensorOptions o) {
-  MINIDL_CHECK(low <= high, ValueError, "uniform: expected low <= high, found low=", low, " high=", high);
+  MINIDL_CHECK(std::isfinite(low) && std::isfinite(high) && low <= high, ValueError,
+               "uniform: expected finite low <= high, found low=", low, " high=", high);
   const bool rg = o.requires_grad_;
   Tensor t = empty(shape, o.requires_grad(false));
   MINIDL_ON_BACKEND(t.device(), uniform(t, low, high));

@@ -53,7 +53,10 @@ void bump_version(const Tensor& t) { t.unsafe_impl()->storage->version.fetch_add
 
 const Shape& Tensor::sizes() const { return impl_of(*this, "sizes").shape; }
 std::int64_t Tensor::dim() const { return static_cast<std::int64_t>(sizes().size()); }
-std::int64_t Tensor::size(std::int64_t d) const { return sizes()[wrap_dim(d, dim(), "size")]; }
+std::int64_t Tensor::size(std::int64_t d) const {
+  MINIDL_CHECK(dim() > 0, IndexError, "size: dimension ", d, " requested of a 0-d tensor, which has no dimensions");
+  return sizes()[wrap_dim(d, dim(), "size")];
+}
 std::int64_t Tensor::numel() const { return impl_of(*this, "numel").numel; }
 DType Tensor::dtype() const { return impl_of(*this, "dtype").dtype; }
 Device Tensor::device() const { return impl_of(*this, "device").storage->device(); }

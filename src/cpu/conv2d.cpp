@@ -1,25 +1,35 @@
-// Convolution as im2col + GEMM, one (image, group) pair at a time.
+// Convolution as GEMMs (cpu/gemm.h), one (image, group) pair at a time.
 //
-// The column matrix of one image and group is row-major (C/groups*R*S, P*Q) in memory, which is the
-// column-major (P*Q, C/groups*R*S) matrix `Col` that Eigen maps without a copy. With the output block of that
-// image and group mapped as the column-major (P*Q, K/groups) matrix `Y` and the group's weights as the
-// column-major (C/groups*R*S, K/groups) matrix `W`, the three kernels are plain GEMMs:
-//   forward  Y = Col * W,   backward-input  dCol = dY * W^T (then col2im),   backward-weight  dW += Col^T * dY.
-// A 1x1 kernel with stride 1 and no padding needs no im2col: the input block already is `Col`.
+// Per image and group, with the group's weights as the row-major (K/groups, C/groups*R*S) matrix `W` and the
+// output block as the row-major (K/groups, P*Q) matrix `Y` (NCHW as it is), the column matrix `Col`
+// (C/groups*R*S, P*Q) turns the three kernels into plain GEMMs:
+//   forward  Y = W * Col,   backward-input  dCol = W^T * dY (then col2im),   backward-weight  dW += dY * Col^T.
+//
+// Stride 1 (most convolutions, both of the MNIST CNN's) never builds `Col`. Read with the input's row length
+// instead of the output's, output (oh, ow) is column j = oh * Wp + ow of a "wide" output (Wp = the padded input
+// width), and column j of Col's row (c, r, s) is then the input element at tap(c, r, s) + j, where tap(c, r, s)
+// = (c * Hp + r * dil_h) * Wp + s * dil_w: every row of Col is a contiguous run of the (padded) input. The GEMMs
+// read that through an offset table (MatrixView::row_offsets / col_offsets), so the packing copies straight from
+// the image. The wide output's (P - 1) * Wp + Q columns include Wp - Q junk columns per output row (taps that
+// wrap into the next input row), about 8% extra work for the MNIST shapes against two im2col passes saved;
+// forward copies the valid columns out (adding the bias on the way), backward-weight feeds dY in widened
+// with zeros in the junk columns. Padding is copied in once per image (a zero-bordered plane).
+// Strided convolutions use an explicit im2col, and backward-input always uses GEMM + col2im.
 //
 // Threading: (image, group) pairs, or fixed chunks of images for the weight gradient, are spread over
-// cpu::parallel_for and every GEMM runs single-threaded inside its task (Eigen's GEMM only threads under
-// OpenMP, which minidl does not use). On the 2-core development machine, for the MNIST shapes at batch 64, this
-// was 1.8x (SSE2 build) to 4x (-march=native) faster than one multithreaded Eigen TensorContraction per image on
-// cpu::device(): the per-image GEMMs (at most 576x288x64) are too small to split well, and im2col/col2im
-// parallelise for free this way. A batch smaller than the thread count leaves threads idle.
+// cpu::parallel_for and every GEMM runs single-threaded inside its task: the per-image GEMMs of the MNIST
+// shapes (at most 288x576x64) are too small to split well, and the data movement around them parallelises for
+// free this way. A batch smaller than the thread count leaves threads idle.
 #include "cpu/parallel.h"  // first: it defines EIGEN_USE_THREADS, which must precede every Eigen header
 
 #include "cpu/conv2d.h"
 
-#include <Eigen/Core>
 #include <algorithm>
 #include <vector>
+
+#include "cpu/gemm.h"
+#include "cpu/scratch.h"
+#include "cpu/window_span.h"
 
 namespace minidl {
 namespace cpu {
@@ -27,25 +37,18 @@ namespace {
 
 using kernels::Conv2dParams;
 using Index = std::int64_t;
-template <class T>
-using Mat = Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic>;  // column-major
-template <class T>
-using MatMap = Eigen::Map<Mat<T>>;
-template <class T>
-using ConstMatMap = Eigen::Map<const Mat<T>>;
-template <class T>
-using VecMap = Eigen::Map<Eigen::Matrix<T, Eigen::Dynamic, 1>>;
-template <class T>
-using ConstVecMap = Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, 1>>;
-template <class T>
-using ConstRowMap = Eigen::Map<const Eigen::Matrix<T, 1, Eigen::Dynamic>>;
 
-/// Sizes of one group's GEMMs.
+/// Sizes of one group's GEMMs, and the tap table of the stride-1 path.
 struct Geometry {
   Index Cg, Kg;    // input and output channels per group
   Index HW, PQ;    // input and output plane sizes
   Index CRS;       // rows of the column matrix = weights per output channel
   bool direct;     // 1x1, stride 1, no padding: the input block is its own column matrix
+  bool implicit;   // stride 1: Col is read from the (padded) input through `taps`
+  bool padded;     // implicit with padding: the input is first copied into a zero-bordered plane
+  Index Hp, Wp;    // the (padded) input plane the taps index
+  Index wide;      // columns of the wide output: (P - 1) * Wp + Q
+  std::vector<Index> taps;  // CRS offsets into the (padded) input block
   double cost;     // rough cycles of one (image, group) GEMM, for parallel_for's splitting
 };
 
@@ -62,39 +65,43 @@ Geometry geometry(const Conv2dParams& p, const char* op) {
   g.PQ = p.P * p.Q;
   g.CRS = g.Cg * p.R * p.S;
   g.direct = p.R == 1 && p.S == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_h == 0 && p.pad_w == 0;
+  g.implicit = p.stride_h == 1 && p.stride_w == 1;
+  g.padded = g.implicit && (p.pad_h > 0 || p.pad_w > 0);
+  g.Hp = p.H + 2 * p.pad_h;
+  g.Wp = p.W + 2 * p.pad_w;
+  g.wide = (p.P - 1) * g.Wp + p.Q;
+  if (g.implicit) {
+    g.taps.reserve(static_cast<std::size_t>(g.CRS));
+    for (Index c = 0; c < g.Cg; ++c)
+      for (Index r = 0; r < p.R; ++r)
+        for (Index s = 0; s < p.S; ++s) g.taps.push_back((c * g.Hp + r * p.dil_h) * g.Wp + s * p.dil_w);
+  }
   g.cost = static_cast<double>(g.PQ) * static_cast<double>(g.CRS) * static_cast<double>(g.Kg + 1);
   return g;
 }
 
-/// A per-thread buffer that only grows, so steady-state training steps do not allocate. `Slot` keeps apart
-/// buffers that are live on one thread at the same time.
-template <class T, int Slot>
-T* scratch(Index n) {
-  thread_local std::vector<T> buffer;
-  if (static_cast<Index>(buffer.size()) < n) buffer.resize(static_cast<std::size_t>(n));
-  return buffer.data();
-}
-
-/// The outputs o in [lo, hi) of one axis whose tap o * stride - pad + offset lands inside [0, in); the other
-/// outputs read padding.
-struct Span {
-  Index lo, hi;
-};
-Span inside(Index out, Index in, Index stride, Index pad, Index offset) {
-  const Index first = pad - offset;        // smallest o * stride that lands inside
-  const Index last = in - 1 + pad - offset;  // largest o * stride that lands inside
-  if (last < 0) return {0, 0};
-  const Index lo = std::min(out, first <= 0 ? Index{0} : (first + stride - 1) / stride);
-  const Index hi = std::min(out, last / stride + 1);
-  return {lo, std::max(lo, hi)};
+/// The input block the taps index: the block itself, or (with padding) its copy into a zero-bordered
+/// Cg x Hp x Wp plane in this thread's scratch.
+template <class T>
+const T* tap_source(const Conv2dParams& p, const Geometry& g, const T* xb) {
+  if (!g.padded) return xb;
+  T* out = scratch<T, Scratch::ConvPadded>(g.Cg * g.Hp * g.Wp);
+  std::fill(out, out + g.Cg * g.Hp * g.Wp, T(0));
+  for (Index c = 0; c < g.Cg; ++c)
+    for (Index h = 0; h < p.H; ++h)
+      std::copy(xb + (c * p.H + h) * p.W, xb + (c * p.H + h + 1) * p.W,
+                out + (c * g.Hp + h + p.pad_h) * g.Wp + p.pad_w);
+  return out;
 }
 
 /// Visits the rows (c, r, s, output row) of one image-group's column matrix, each Q entries long:
 /// row(col_offset, in_h, x_offset, span). When in_h is false the whole row reads padding; otherwise entry q in
 /// `span` reads input element x_offset + q * stride_w and the entries outside `span` read padding.
-/// Plain loops: this index arithmetic is the one part of the convolution Eigen has no expression for.
+/// The parameters are copied first: read through the caller's reference, every field would be reloaded after
+/// each store to the column matrix, which may alias it as far as the compiler knows.
 template <class F>
-void for_each_col_row(const Conv2dParams& p, Index Cg, F&& row) {
+void for_each_col_row(const Conv2dParams& params, Index Cg, F&& row) {
+  const Conv2dParams p = params;
   for (Index c = 0; c < Cg; ++c) {
     for (Index r = 0; r < p.R; ++r) {
       const Span hs = inside(p.P, p.H, p.stride_h, p.pad_h, r * p.dil_h);
@@ -142,20 +149,34 @@ template <class T>
 void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y) {
   const Geometry g = geometry(p, "conv2d_forward");
   parallel_for(p.N * p.groups, g.cost, [&](Index begin, Index end) {
-    T* col = g.direct ? nullptr : scratch<T, 0>(g.CRS * g.PQ);
+    // Stride 1: the GEMM writes the wide output, whose valid columns are copied out with the bias added.
+    // Otherwise it writes Y directly, starting from the broadcast bias.
+    T* out = g.implicit ? scratch<T, Scratch::ConvWide>(g.Kg * g.wide) : nullptr;
+    T* col = g.implicit ? nullptr : scratch<T, Scratch::ConvColumns>(g.CRS * g.PQ);
     for (Index i = begin; i < end; ++i) {
       const Index n = i / p.groups, grp = i % p.groups;
       const T* xb = x + (n * p.C + grp * g.Cg) * g.HW;
-      if (!g.direct) im2col(p, g.Cg, xb, col);
-      const ConstMatMap<T> Col(g.direct ? xb : col, g.PQ, g.CRS);
-      const ConstMatMap<T> W(w + grp * g.Kg * g.CRS, g.CRS, g.Kg);
-      MatMap<T> Y(y + (n * p.K + grp * g.Kg) * g.PQ, g.PQ, g.Kg);
-      // The GEMM accumulates anyway, so starting from the broadcast bias costs no extra pass.
-      if (bias)
-        Y.rowwise() = ConstRowMap<T>(bias + grp * g.Kg, g.Kg);
-      else
-        Y.setZero();
-      Y.noalias() += Col * W;
+      const T* wg = w + grp * g.Kg * g.CRS;
+      const T* bg = bias ? bias + grp * g.Kg : nullptr;
+      T* yb = y + (n * p.K + grp * g.Kg) * g.PQ;
+      if (g.implicit) {
+        const MatrixView<const T> taps{tap_source(p, g, xb), 0, 1, g.taps.data()};
+        gemm<T>({g.Kg, g.wide, g.CRS, {wg, g.CRS, 1}, taps, {out, g.wide, 1}, false});
+        for (Index k = 0; k < g.Kg; ++k) {
+          const T b = bg ? bg[k] : T(0);
+          for (Index oh = 0; oh < p.P; ++oh) {
+            const T* src = out + k * g.wide + oh * g.Wp;
+            T* dst = yb + k * g.PQ + oh * p.Q;
+            for (Index ow = 0; ow < p.Q; ++ow) dst[ow] = src[ow] + b;
+          }
+        }
+        continue;
+      }
+      im2col(p, g.Cg, xb, col);
+      if (bg) {
+        for (Index k = 0; k < g.Kg; ++k) std::fill(yb + k * g.PQ, yb + (k + 1) * g.PQ, bg[k]);
+      }
+      gemm<T>({g.Kg, g.PQ, g.CRS, {wg, g.CRS, 1}, {col, g.PQ, 1}, {yb, g.PQ, 1}, bg != nullptr});
     }
   });
 }
@@ -164,14 +185,12 @@ template <class T>
 void conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
   const Geometry g = geometry(p, "conv2d_backward_input");
   parallel_for(p.N * p.groups, g.cost, [&](Index begin, Index end) {
-    T* dcol = g.direct ? nullptr : scratch<T, 0>(g.CRS * g.PQ);
+    T* dcol = g.direct ? nullptr : scratch<T, Scratch::ConvColumns>(g.CRS * g.PQ);
     for (Index i = begin; i < end; ++i) {
       const Index n = i / p.groups, grp = i % p.groups;
       T* dxb = dx + (n * p.C + grp * g.Cg) * g.HW;
-      const ConstMatMap<T> dY(dy + (n * p.K + grp * g.Kg) * g.PQ, g.PQ, g.Kg);
-      const ConstMatMap<T> W(w + grp * g.Kg * g.CRS, g.CRS, g.Kg);
-      MatMap<T> dCol(g.direct ? dxb : dcol, g.PQ, g.CRS);
-      dCol.noalias() = dY * W.transpose();
+      gemm<T>({g.CRS, g.PQ, g.Kg, {w + grp * g.Kg * g.CRS, 1, g.CRS}, {dy + (n * p.K + grp * g.Kg) * g.PQ, g.PQ, 1},
+               {g.direct ? dxb : dcol, g.PQ, 1}, false});
       if (g.direct) continue;
       std::fill(dxb, dxb + g.Cg * g.HW, T(0));
       col2im_add(p, g.Cg, dcol, dxb);
@@ -187,31 +206,50 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
   // Each chunk of consecutive images sums into its own accumulator (chunk 0 directly into dw/dbias) and the
   // accumulators are added in chunk order afterwards, so the result does not depend on scheduling.
   const Index chunks = std::min<Index>(p.N, std::max(1, device().numThreads()));
-  T* partials = chunks > 1 ? scratch<T, 1>((chunks - 1) * acc_size) : nullptr;
+  T* partials = chunks > 1 ? scratch<T, Scratch::ConvPartials>((chunks - 1) * acc_size) : nullptr;
   const double chunk_cost = g.cost * static_cast<double>(p.groups * ((p.N + chunks - 1) / chunks));
   parallel_for(chunks, chunk_cost, [&](Index begin, Index end) {
-    T* col = g.direct ? nullptr : scratch<T, 0>(g.CRS * g.PQ);
+    // Stride 1: dY widened to the wide output's columns (zeros in the junk ones) against the taps of the
+    // input; otherwise dY against the transposed column matrix.
+    T* dy_wide = g.implicit ? scratch<T, Scratch::ConvWide>(g.Kg * g.wide) : nullptr;
+    T* col = g.implicit ? nullptr : scratch<T, Scratch::ConvColumns>(g.CRS * g.PQ);
+    if (dy_wide) std::fill(dy_wide, dy_wide + g.Kg * g.wide, T(0));  // the junk columns stay zero
     for (Index chunk = begin; chunk < end; ++chunk) {
       T* dw_acc = chunk == 0 ? dw : partials + (chunk - 1) * acc_size;
       T* db_acc = chunk == 0 ? dbias : dw_acc + wsize;
-      VecMap<T>(dw_acc, wsize).setZero();
-      if (dbias) VecMap<T>(db_acc, p.K).setZero();
-      for (Index n = chunk * p.N / chunks; n < (chunk + 1) * p.N / chunks; ++n) {
+      const Index first = chunk * p.N / chunks, last = (chunk + 1) * p.N / chunks;
+      for (Index n = first; n < last; ++n) {
         for (Index grp = 0; grp < p.groups; ++grp) {
           const T* xb = x + (n * p.C + grp * g.Cg) * g.HW;
-          if (!g.direct) im2col(p, g.Cg, xb, col);
-          const ConstMatMap<T> Col(g.direct ? xb : col, g.PQ, g.CRS);
-          const ConstMatMap<T> dY(dy + (n * p.K + grp * g.Kg) * g.PQ, g.PQ, g.Kg);
-          MatMap<T>(dw_acc + grp * g.Kg * g.CRS, g.CRS, g.Kg).noalias() += Col.transpose() * dY;
-          if (dbias) VecMap<T>(db_acc + grp * g.Kg, g.Kg) += dY.colwise().sum().transpose();
+          const T* dyb = dy + (n * p.K + grp * g.Kg) * g.PQ;
+          T* dwg = dw_acc + grp * g.Kg * g.CRS;
+          if (g.implicit) {
+            for (Index k = 0; k < g.Kg; ++k)
+              for (Index oh = 0; oh < p.P; ++oh)
+                std::copy(dyb + k * g.PQ + oh * p.Q, dyb + k * g.PQ + (oh + 1) * p.Q,
+                          dy_wide + k * g.wide + oh * g.Wp);
+            const MatrixView<const T> taps{tap_source(p, g, xb), 1, 0, nullptr, g.taps.data()};
+            gemm<T>({g.Kg, g.CRS, g.wide, {dy_wide, g.wide, 1}, taps, {dwg, g.CRS, 1}, n > first});
+          } else {
+            im2col(p, g.Cg, xb, col);
+            gemm<T>({g.Kg, g.CRS, g.PQ, {dyb, g.PQ, 1}, {col, 1, g.PQ}, {dwg, g.CRS, 1}, n > first});
+          }
+          if (!dbias) continue;
+          for (Index k = 0; k < g.Kg; ++k) {
+            T sum = n > first ? db_acc[grp * g.Kg + k] : T(0);
+            for (Index q = 0; q < g.PQ; ++q) sum += dyb[k * g.PQ + q];
+            db_acc[grp * g.Kg + k] = sum;
+          }
         }
       }
     }
   });
   for (Index chunk = 1; chunk < chunks; ++chunk) {
     const T* part = partials + (chunk - 1) * acc_size;
-    VecMap<T>(dw, wsize) += ConstVecMap<T>(part, wsize);
-    if (dbias) VecMap<T>(dbias, p.K) += ConstVecMap<T>(part + wsize, p.K);
+    for (Index i = 0; i < wsize; ++i) dw[i] += part[i];
+    if (dbias) {
+      for (Index k = 0; k < p.K; ++k) dbias[k] += part[wsize + k];
+    }
   }
 }
 

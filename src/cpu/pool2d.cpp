@@ -10,6 +10,9 @@
 #include <cmath>
 #include <limits>
 
+#include "cpu/cpu_clones.h"
+#include "cpu/window_span.h"
+
 namespace minidl {
 namespace cpu {
 namespace {
@@ -33,38 +36,67 @@ Window window(const Pool2dParams& p, Index oh, Index ow) {
   return {std::max<Index>(hs, 0), std::min(hs + p.kh, p.H), std::max<Index>(ws, 0), std::min(ws + p.kw, p.W)};
 }
 
-/// Calls fn(plane, oh, ow, window) for every output element, spread over planes.
+/// Calls fn(q, plane, oh, ow, window) for every output element, spread over planes. `q` is a per-task copy of
+/// the parameters: read through the caller's reference, every field would be reloaded after each store to
+/// the output, which may alias it as far as the compiler knows.
 template <class F>
 void for_each_output(const Pool2dParams& p, F&& fn) {
   const double cost = static_cast<double>(p.P * p.Q * p.kh * p.kw);
   parallel_for(p.N * p.C, cost, [&](Index begin, Index end) {
+    const Pool2dParams q = p;
     for (Index plane = begin; plane < end; ++plane)
-      for (Index oh = 0; oh < p.P; ++oh)
-        for (Index ow = 0; ow < p.Q; ++ow) fn(plane, oh, ow, window(p, oh, ow));
+      for (Index oh = 0; oh < q.P; ++oh)
+        for (Index ow = 0; ow < q.Q; ++ow) fn(q, plane, oh, ow, window(q, oh, ow));
   });
+}
+
+/// One window column's pass over one output row: each output whose tap lands at xr[base + ow * sw] takes it if
+/// it is larger (or NaN). Separate pointers, so the loop vectorises (compare, then masked selects).
+template <class T>
+inline void max_pool_tap(const T* __restrict xr, Index base, Index sw, Span cols, T* __restrict best,
+                         std::int64_t* __restrict arg) {
+  for (Index ow = cols.lo; ow < cols.hi; ++ow) {
+    const Index i = base + ow * sw;
+    const T v = xr[i];
+    const bool take = v > best[ow] || std::isnan(v);
+    best[ow] = take ? v : best[ow];
+    arg[ow] = take ? i : arg[ow];
+  }
+}
+
+/// Max pooling of planes [begin, end), one output row at a time, window element by window element: each
+/// output's running maximum is a chain of dependent compare-and-selects, and this order runs the independent
+/// chains of a whole row side by side (in vector lanes) instead of one chain at a time. Each window is still
+/// visited in row-major order, which the first-maximum rule depends on.
+template <class T>
+MINIDL_CPU_CLONES void max_pool_planes(const Pool2dParams& p, const T* x, T* y, std::int64_t* indices, Index begin,
+                                       Index end) {
+  for (Index plane = begin; plane < end; ++plane) {
+    const T* xp = x + plane * p.H * p.W;
+    for (Index oh = 0; oh < p.P; ++oh) {
+      T* best = y + (plane * p.P + oh) * p.Q;
+      std::int64_t* arg = indices + (plane * p.P + oh) * p.Q;
+      const Index hs = oh * p.sh - p.ph, h0 = std::max<Index>(hs, 0), h1 = std::min(hs + p.kh, p.H);
+      for (Index ow = 0; ow < p.Q; ++ow) {
+        best[ow] = -std::numeric_limits<T>::infinity();
+        arg[ow] = h0 * p.W + std::max<Index>(ow * p.sw - p.pw, 0);  // the window's first element
+      }
+      for (Index h = h0; h < h1; ++h)
+        for (Index j = 0; j < p.kw; ++j)
+          max_pool_tap(xp, h * p.W - p.pw + j, p.sw, inside(p.Q, p.W, p.sw, p.pw, j), best, arg);
+    }
+  }
 }
 
 }  // namespace
 
 template <class T>
-void max_pool2d_forward(const Pool2dParams& p, const T* x, T* y, std::int64_t* indices) {
-  check_finalized(p, "max_pool2d_forward");
-  for_each_output(p, [&](Index plane, Index oh, Index ow, const Window& b) {
-    const T* xp = x + plane * p.H * p.W;
-    T best = -std::numeric_limits<T>::infinity();
-    Index arg = b.h0 * p.W + b.w0;
-    for (Index h = b.h0; h < b.h1; ++h) {
-      for (Index w = b.w0; w < b.w1; ++w) {
-        const T v = xp[h * p.W + w];
-        if (v > best || std::isnan(v)) {
-          best = v;
-          arg = h * p.W + w;
-        }
-      }
-    }
-    const Index o = (plane * p.P + oh) * p.Q + ow;
-    y[o] = best;
-    indices[o] = arg;
+void max_pool2d_forward(const Pool2dParams& params, const T* x, T* y, std::int64_t* indices) {
+  check_finalized(params, "max_pool2d_forward");
+  const double cost = static_cast<double>(params.P * params.Q * params.kh * params.kw);
+  parallel_for(params.N * params.C, cost, [&](Index begin, Index end) {
+    const Pool2dParams p = params;  // a local copy: stores to y may alias the caller's as far as the compiler knows
+    max_pool_planes(p, x, y, indices, begin, end);
   });
 }
 
@@ -98,12 +130,12 @@ void avg_pool2d_forward(const Pool2dParams& p, const T* x, T* y) {
   // count_include_pad: with floor-mode output sizes every window lies inside the padded plane, so the divisor
   // is always the full window.
   const T inv_area = T(1) / static_cast<T>(p.kh * p.kw);
-  for_each_output(p, [&](Index plane, Index oh, Index ow, const Window& b) {
-    const T* xp = x + plane * p.H * p.W;
+  for_each_output(p, [&](const Pool2dParams& q, Index plane, Index oh, Index ow, const Window& b) {
+    const T* xp = x + plane * q.H * q.W;
     T sum = 0;
     for (Index h = b.h0; h < b.h1; ++h)
-      for (Index w = b.w0; w < b.w1; ++w) sum += xp[h * p.W + w];
-    y[(plane * p.P + oh) * p.Q + ow] = sum * inv_area;
+      for (Index w = b.w0; w < b.w1; ++w) sum += xp[h * q.W + w];
+    y[(plane * q.P + oh) * q.Q + ow] = sum * inv_area;
   });
 }
 

@@ -1,5 +1,7 @@
 // batch_norm: training mode runs the fused kernels (statistics, normalisation, running-stat update, and the
 // backward); eval mode is an affine map of the input, composed from elementwise ops.
+#include <cmath>
+
 #include "layers/layer_dispatch.h"
 #include "minidl/nn/functional.h"
 
@@ -13,6 +15,9 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   ops::check_floating(input, "batch_norm");
   MINIDL_CHECK(input.dim() >= 2 && input.dim() <= 4, ValueError, "batch_norm: input must be (N, C), (N, C, L) or "
                "(N, C, H, W), found shape ", shape_str(input.sizes()));
+  MINIDL_CHECK(std::isfinite(eps) && eps >= 0.0, ValueError, "batch_norm: eps must be finite and >= 0, found ", eps);
+  MINIDL_CHECK(momentum >= 0.0 && momentum <= 1.0, ValueError, "batch_norm: momentum must be in [0, 1], found ",
+               momentum);
   kernels::BatchNormParams p;
   p.N = input.size(0);
   p.C = input.size(1);

@@ -8,6 +8,7 @@ namespace functional {
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
   ops::check_same(input, weight, "linear");
+  ops::check_floating(input, "linear");
   MINIDL_CHECK(weight.dim() == 2, ValueError, "linear: weight must be (out_features, in_features), found shape ",
                shape_str(weight.sizes()));
   MINIDL_CHECK(input.dim() >= 1 && input.size(-1) == weight.size(1), ValueError, "linear: input of shape ",

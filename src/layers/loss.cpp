@@ -63,6 +63,7 @@ Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
   ops::check_same(input, target, "mse_loss");
+  ops::check_floating(input, "mse_loss");
   MINIDL_CHECK(input.sizes() == target.sizes(), ValueError, "mse_loss: input shape ", shape_str(input.sizes()),
                " differs from target shape ", shape_str(target.sizes()));
   const Tensor d = input - target;

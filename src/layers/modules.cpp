@@ -52,6 +52,9 @@ Conv2dImpl::Conv2dImpl(Conv2dOptions o) : Module("Conv2d"), options(std::move(o)
                    options.out_channels() % g == 0,
                ValueError, "Conv2d: in_channels (", options.in_channels(), ") and out_channels (", options.out_channels(),
                ") must be positive and divisible by groups (", g, ")");
+  MINIDL_CHECK(options.kernel_size().h > 0 && options.kernel_size().w > 0, ValueError,
+               "Conv2d: kernel_size must be positive, found (", options.kernel_size().h, ", ",
+               options.kernel_size().w, ")");
   weight = register_parameter("weight", empty({options.out_channels(), options.in_channels() / g,
                                                options.kernel_size().h, options.kernel_size().w}));
   if (options.bias()) bias = register_parameter("bias", empty({options.out_channels()}));

@@ -53,6 +53,7 @@ Tensor avg_pool2d(const Tensor& input, ExpandingArray2 kernel_size, ExpandingArr
 
 Tensor adaptive_avg_pool2d(const Tensor& input, ExpandingArray2 output_size) {
   ops::check_defined(input, "adaptive_avg_pool2d", "input");
+  ops::check_floating(input, "adaptive_avg_pool2d");
   MINIDL_CHECK(input.dim() == 4, ValueError, "adaptive_avg_pool2d: input must be (N, C, H, W), found shape ",
                shape_str(input.sizes()));
   const std::int64_t H = input.size(2), W = input.size(3);

@@ -9,6 +9,11 @@ namespace minidl {
 namespace nn {
 namespace init {
 namespace {
+void check_target(const Tensor& t, const char* fn) {
+  MINIDL_CHECK(t.defined(), ValueError, "init::", fn, ": tensor is undefined");
+  MINIDL_CHECK(is_floating(t.dtype()), TypeError, "init::", fn, ": expected a floating tensor, found ", t.dtype(),
+               " (shape ", shape_str(t.sizes()), ")");
+}
 Tensor fill_from(Tensor t, const Tensor& values) {
   NoGradGuard no_grad;
   t.copy_(values);
@@ -36,8 +41,14 @@ double calculate_gain(Nonlinearity n, double param) {
   return 1.0;
 }
 
-Tensor uniform_(Tensor t, double low, double high) { return fill_from(t, uniform(t.sizes(), low, high, like(t))); }
+Tensor uniform_(Tensor t, double low, double high) {
+  check_target(t, "uniform_");
+  return fill_from(t, uniform(t.sizes(), low, high, like(t)));
+}
 Tensor normal_(Tensor t, double mean, double std) {
+  check_target(t, "normal_");
+  MINIDL_CHECK(std::isfinite(mean) && std::isfinite(std) && std >= 0.0, ValueError,
+               "init::normal_: expected a finite mean and a finite std >= 0, found mean=", mean, " std=", std);
   return fill_from(t, add(mul(randn(t.sizes(), like(t)), std), mean));
 }
 Tensor constant_(Tensor t, double value) {

@@ -61,6 +61,7 @@ Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims_in, bool keepd
 
 Tensor mean(const Tensor& a, const std::vector<std::int64_t>& dims_in, bool keepdim) {
   ops::check_defined(a, "mean", "self");
+  ops::check_floating(a, "mean");
   const auto dims = ops::normalize_dims(dims_in, a.dim(), "mean");
   std::int64_t count = 1;
   for (std::int64_t d : dims) count *= a.sizes()[static_cast<std::size_t>(d)];

@@ -1,0 +1,193 @@
+// Multi-ISA build of the GEMM in gemm_kernel.inc, and the run-time choice between the builds.
+//
+// Each instruction set gets its own namespace and `#pragma GCC target` region, so its code may use that
+// set's instructions and its symbols cannot collide with another build's. The library's other code is built
+// for the portable baseline (unless MINIDL_NATIVE); only these kernels need the wide vectors. Eigen is not
+// used here: its vector width is fixed by the compiler flags of the whole translation unit, and its template
+// instances compiled for two instruction sets would be merged by the linker.
+#include "cpu/gemm.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <utility>
+
+#include "cpu/parallel.h"
+#include "cpu/scratch.h"
+#include "minidl/errors.h"
+
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+#define MINIDL_GEMM_X86_BUILDS 1
+#include <immintrin.h>
+#else
+#define MINIDL_GEMM_X86_BUILDS 0
+#endif
+
+namespace minidl {
+namespace cpu {
+namespace {
+
+/// The part of `v` from element (i0, j0) on, as a view of its own.
+template <class T>
+MatrixView<T> corner(MatrixView<T> v, std::int64_t i0, std::int64_t j0) {
+  if (v.row_offsets) v.row_offsets += i0; else v.data += i0 * v.rs;
+  if (v.col_offsets) v.col_offsets += j0; else v.data += j0 * v.cs;
+  return v;
+}
+
+namespace baseline {  // SSE2 on x86-64; whatever the compiler targets elsewhere
+constexpr int kVecBytes = 16;
+constexpr int kMR = 4;
+constexpr int kNV = 2;
+template <class V>
+V fmadd(V a, V b, V c) {
+  return a * b + c;
+}
+#include "cpu/gemm_kernel.inc"
+}  // namespace baseline
+
+#if MINIDL_GEMM_X86_BUILDS
+#pragma GCC push_options
+#pragma GCC target("avx2,fma")
+namespace avx2 {  // 16 ymm registers: 12 accumulators, 2 B vectors, 1 broadcast
+constexpr int kVecBytes = 32;
+constexpr int kMR = 6;
+constexpr int kNV = 2;
+inline __m256 fmadd(__m256 a, __m256 b, __m256 c) { return _mm256_fmadd_ps(a, b, c); }
+inline __m256d fmadd(__m256d a, __m256d b, __m256d c) { return _mm256_fmadd_pd(a, b, c); }
+#include "cpu/gemm_kernel.inc"
+}  // namespace avx2
+#pragma GCC pop_options
+
+#pragma GCC push_options
+#pragma GCC target("avx512f,avx2,fma")
+namespace avx512 {  // 32 zmm registers: 16 accumulators, 2 B vectors, broadcasts
+constexpr int kVecBytes = 64;
+constexpr int kMR = 8;
+constexpr int kNV = 2;
+inline __m512 fmadd(__m512 a, __m512 b, __m512 c) { return _mm512_fmadd_ps(a, b, c); }
+inline __m512d fmadd(__m512d a, __m512d b, __m512d c) { return _mm512_fmadd_pd(a, b, c); }
+#include "cpu/gemm_kernel.inc"
+}  // namespace avx512
+#pragma GCC pop_options
+#endif
+
+std::vector<CpuIsa> detect_isas() {
+  std::vector<CpuIsa> isas{CpuIsa::Baseline};
+#if MINIDL_GEMM_X86_BUILDS
+  // __builtin_cpu_supports also checks that the OS saves the wide registers (XGETBV).
+  __builtin_cpu_init();
+  if (__builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma")) isas.push_back(CpuIsa::Avx2);
+  if (__builtin_cpu_supports("avx512f") && __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma"))
+    isas.push_back(CpuIsa::Avx512);
+#endif
+  return isas;
+}
+
+CpuIsa choose_isa() {
+  const std::vector<CpuIsa>& isas = available_isas();
+  const char* env = std::getenv("MINIDL_CPU_ISA");
+  if (!env || !*env) return isas.back();
+  for (CpuIsa isa : isas) {
+    if (std::strcmp(env, isa_name(isa)) == 0) return isa;
+  }
+  std::string names;
+  for (CpuIsa isa : isas) names += std::string(names.empty() ? "" : ", ") + isa_name(isa);
+  throw ValueError(detail::str("MINIDL_CPU_ISA=", env, ": this CPU and build support ", names));
+}
+
+}  // namespace
+
+const std::vector<CpuIsa>& available_isas() {
+  static const std::vector<CpuIsa> isas = detect_isas();
+  return isas;
+}
+
+CpuIsa active_isa() {
+  static const CpuIsa isa = choose_isa();
+  return isa;
+}
+
+const char* isa_name(CpuIsa isa) {
+  switch (isa) {
+    case CpuIsa::Baseline: return "baseline";
+    case CpuIsa::Avx2: return "avx2";
+    case CpuIsa::Avx512: return "avx512";
+  }
+  return "?";
+}
+
+template <class T>
+void gemm(const GemmArgs<T>& g, CpuIsa isa) {
+  MINIDL_CHECK(std::find(available_isas().begin(), available_isas().end(), isa) != available_isas().end(), ValueError,
+               "gemm: instruction set ", isa_name(isa), " is not available on this CPU or in this build");
+  MINIDL_CHECK(g.m >= 0 && g.n >= 0 && g.k >= 0, ValueError, "gemm: sizes must be >= 0, found m=", g.m, " n=", g.n,
+               " k=", g.k);
+  MINIDL_CHECK(!g.c.row_offsets && !g.c.col_offsets, ValueError, "gemm: the output view cannot have offset tables");
+  if (g.m == 0 || g.n == 0) return;
+  if (g.k == 0) {  // the packed loops would not run: C = 0 (or stays C)
+    if (g.accumulate) return;
+    for (std::int64_t i = 0; i < g.m; ++i)
+      for (std::int64_t j = 0; j < g.n; ++j) g.c.data[i * g.c.rs + j * g.c.cs] = T(0);
+    return;
+  }
+  switch (isa) {
+#if MINIDL_GEMM_X86_BUILDS
+    case CpuIsa::Avx512: avx512::Kernel<T>::run(g); return;
+    case CpuIsa::Avx2: avx2::Kernel<T>::run(g); return;
+#endif
+    default: baseline::Kernel<T>::run(g); return;
+  }
+}
+
+template <class T>
+void gemm(const GemmArgs<T>& g) {
+  gemm(g, active_isa());
+}
+
+template <class T>
+void gemm_parallel(const GemmArgs<T>& g) {
+  const std::int64_t threads = device().numThreads();
+  const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
+  // Below ~100 us of work, handing halves to the pool costs more than it saves.
+  if (threads <= 1 || flops < 4e6) {
+    gemm(g);
+    return;
+  }
+  // Split the longer side of C into one block per thread, on tile boundaries (32 columns and 24 rows are
+  // multiples of every build's NR and MR). Each block packs its own panels; the repeated packing of the
+  // shared operand is small next to the block's product.
+  const bool by_cols = g.n >= g.m;
+  const std::int64_t len = by_cols ? g.n : g.m, align = by_cols ? 32 : 24;
+  const std::int64_t parts = std::min(threads, (len + align - 1) / align);
+  const std::int64_t step = (len / parts + align - 1) / align * align;
+  parallel_for(parts, flops / static_cast<double>(parts) / 8.0, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t part = begin; part < end; ++part) {
+      const std::int64_t lo = part * step, hi = std::min(len, lo + step);
+      if (lo >= hi) continue;
+      GemmArgs<T> sub = g;
+      if (by_cols) {
+        sub.n = hi - lo;
+        sub.b = corner(g.b, 0, lo);
+        sub.c = corner(g.c, 0, lo);
+      } else {
+        sub.m = hi - lo;
+        sub.a = corner(g.a, lo, 0);
+        sub.c = corner(g.c, lo, 0);
+      }
+      gemm(sub);
+    }
+  });
+}
+
+#define MINIDL_INSTANTIATE_GEMM(T)                       \
+  template void gemm<T>(const GemmArgs<T>&);             \
+  template void gemm<T>(const GemmArgs<T>&, CpuIsa);     \
+  template void gemm_parallel<T>(const GemmArgs<T>&);
+MINIDL_INSTANTIATE_GEMM(float)
+MINIDL_INSTANTIATE_GEMM(double)
+#undef MINIDL_INSTANTIATE_GEMM
+
+}  // namespace cpu
+}  // namespace minidl

@@ -1,0 +1,291 @@
+// The code examples of docs/API.md, compiled and run. Each block of API.md appears here verbatim (up to
+// indentation), followed by checks of what it computed; the test DocsMatch verifies that every ```cpp block
+// of API.md is in this file, so the documentation cannot drift from code that compiles.
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+
+#include "test_util.h"
+
+using namespace minidl;
+using minidl::testing::expect_close;
+
+namespace {
+
+// ---- docs/API.md: autograd, a user-defined op ------------------------------------------------------------
+Tensor cube(const Tensor& x) {
+  Tensor out;
+  {
+    NoGradGuard no_grad;  // the forward pass itself records nothing
+    out = x * x * x;
+  }
+  autograd::SavedTensor saved(x, "cube");  // get() fails if x is modified in place before backward
+  return autograd::record(out, "CubeBackward", {x}, [saved](const Tensor& grad) {
+    const Tensor x = saved.get();
+    return std::vector<Tensor>{grad * x * x * 3.0};  // one gradient per input
+  });
+}
+
+// ---- docs/API.md: nn, a model ----------------------------------------------------------------------------
+struct MlpImpl : nn::Module {
+  MlpImpl(std::int64_t in, std::int64_t hidden, std::int64_t out)
+      : Module("Mlp"), fc1(in, hidden), fc2(hidden, out) {
+    register_module("fc1", fc1);
+    register_module("fc2", fc2);
+  }
+  Tensor forward(const Tensor& x) override { return fc2(relu(fc1(x))); }
+  nn::Linear fc1, fc2;
+};
+MINIDL_MODULE(Mlp);
+
+// ---- docs/API.md: data, a dataset ------------------------------------------------------------------------
+/// Sample i is the number i; its label says whether i is odd.
+class Numbers : public data::Dataset {
+ public:
+  std::int64_t size() const override { return 100; }
+  Shape sample_shape() const override { return {1}; }
+  data::Batch get_batch(const std::vector<std::int64_t>& indices) const override {
+    std::vector<float> x;
+    std::vector<std::int64_t> y;
+    for (std::int64_t i : indices) {
+      x.push_back(static_cast<float>(i));
+      y.push_back(i % 2);
+    }
+    const auto n = static_cast<std::int64_t>(indices.size());
+    return {from_vector(x, {n, 1}), from_vector(y, {n})};
+  }
+};
+
+std::string temp_path(const std::string& name) { return (std::filesystem::temp_directory_path() / name).string(); }
+
+}  // namespace
+
+TEST(ApiExamples, Tensor) {
+  Tensor a = randn({2, 3});                              // float32 on the CPU
+  Tensor b = ones({3}, kFloat64).to(kFloat32);
+  Tensor c = (a * 2.0 + b).relu();                       // broadcasts like NumPy
+  Tensor m = from_vector<float>({1, 2, 3, 4, 5, 6}, {2, 3});
+  Tensor row_sums = m.sum({1});                          // {6, 15}
+  float total = m.sum().item<float>();                   // 21
+  std::vector<float> values = m.t().to_vector<float>();  // {1, 4, 2, 5, 3, 6}
+  Device device = cuda::is_available() ? Device(kCUDA) : Device(kCPU);
+  Tensor on_device = m.to(device);
+
+  EXPECT_EQ(c.sizes(), (Shape{2, 3}));
+  const std::vector<float> av = a.to_vector<float>(), cv = c.to_vector<float>();
+  for (std::size_t i = 0; i < av.size(); ++i) EXPECT_FLOAT_EQ(cv[i], std::max(0.0f, av[i] * 2.0f + 1.0f));
+  expect_close(row_sums, from_vector<float>({6, 15}, {2}), 0, 0, "row sums");
+  EXPECT_EQ(total, 21.0f);
+  EXPECT_EQ(values, (std::vector<float>{1, 4, 2, 5, 3, 6}));
+  EXPECT_EQ(on_device.device(), device);
+}
+
+TEST(ApiExamples, Errors) {
+  std::string message;
+  try {
+    matmul(randn({2, 3}), randn({4, 5}));
+  } catch (const ValueError& e) {
+    message = e.what();  // "matmul: shapes [2, 3] and [4, 5] ..."
+  }
+
+  EXPECT_NE(message.find("matmul"), std::string::npos) << message;
+}
+
+TEST(ApiExamples, Autograd) {
+  Tensor x = randn({4}, TensorOptions().requires_grad());
+  Tensor y = (x * x).sum();
+  y.backward();                                          // x.grad() is 2 * x
+  Tensor z;
+  {
+    NoGradGuard no_grad;                                 // nothing is recorded in this scope
+    z = x * 3.0;
+  }
+
+  expect_close(x.grad(), x.detach() * 2.0, 1e-6, 1e-6, "d/dx sum(x^2)");
+  EXPECT_FALSE(z.requires_grad());
+}
+
+TEST(ApiExamples, UserDefinedOp) {
+  Tensor x = randn({3, 2}, TensorOptions(kFloat64).requires_grad());
+  bool ok = gradcheck([](const std::vector<Tensor>& in) { return cube(in[0]); }, {x});
+
+  EXPECT_TRUE(ok);
+}
+
+TEST(ApiExamples, Module) {
+  Mlp model(10, 32, 3);
+  Tensor logits = model(randn({8, 10}));                 // (8, 3)
+  for (const auto& [name, p] : model->named_parameters())
+    std::cout << name << " " << shape_str(p.sizes()) << "\n";  // fc1.weight [32, 10], fc1.bias [32], ...
+  model->eval();                                         // BatchNorm/Dropout in inference mode; train() undoes it
+  model->train();
+
+  EXPECT_EQ(logits.sizes(), (Shape{8, 3}));
+  EXPECT_EQ(model->named_parameters().size(), 4u);
+  EXPECT_EQ(model->named_parameters()[0].first, "fc1.weight");
+}
+
+TEST(ApiExamples, Sequential) {
+  nn::Sequential cnn(nn::Conv2d(nn::Conv2dOptions(1, 8, 3).padding(1)), nn::BatchNorm2d(8), nn::ReLU(),
+                     nn::MaxPool2d(nn::MaxPool2dOptions(2)), nn::Flatten(), nn::Linear(8 * 14 * 14, 10));
+  Tensor logits = cnn(randn({2, 1, 28, 28}));           // (2, 10)
+  Tensor loss = nn::functional::cross_entropy(logits, from_vector<std::int64_t>({3, 7}, {2}));
+  loss.backward();
+  std::cout << *cnn << "\n";                             // the module tree with each layer's options
+
+  EXPECT_EQ(logits.sizes(), (Shape{2, 10}));
+  for (const Tensor& p : cnn->parameters()) EXPECT_TRUE(p.grad().defined());
+}
+
+TEST(ApiExamples, Optim) {
+  manual_seed(0);
+  Mlp model(10, 32, 3);
+  optim::AdamW optimizer(model->parameters(), optim::AdamWOptions(1e-2).weight_decay(1e-2));
+  optim::CosineAnnealingLR scheduler(optimizer, /*T_max=*/50);
+  Tensor x = randn({64, 10});
+  Tensor y = argmax(matmul(x, randn({10, 3})), 1);      // labels from a random linear map
+  for (int epoch = 0; epoch < 50; ++epoch) {
+    optimizer.zero_grad();
+    Tensor loss = nn::functional::cross_entropy(model(x), y);
+    loss.backward();
+    optimizer.step();
+    scheduler.step();                                    // lr follows a cosine from 1e-2 to 0 over 50 epochs
+  }
+
+  const float final_loss = nn::functional::cross_entropy(model(x), y).item<float>();
+  EXPECT_LT(final_loss, 0.3f);
+  EXPECT_NEAR(optimizer.lr(), 0.0, 1e-12);
+  optim::SGD sgd(model->parameters(), optim::SGDOptions(0.1).momentum(0.9).nesterov(true));
+  EXPECT_EQ(sgd.lr(), 0.1);
+}
+
+TEST(ApiExamples, Data) {
+  auto dataset = std::make_shared<Numbers>();
+  data::DataLoader loader(dataset, data::DataLoaderOptions().set_batch_size(32).set_seed(1));
+  for (std::int64_t epoch = 0; epoch < 2; ++epoch) {
+    for (data::Batch& batch : loader.epoch(epoch)) {
+      // batch.data: float32 (32, 1), the last batch (4, 1); batch.target: int64 (32)
+      std::cout << "epoch " << epoch << ": " << batch.target.size(0) << " samples\n";
+    }
+  }
+
+  EXPECT_EQ(loader.num_batches(), 4);
+  std::vector<int> seen(100, 0);
+  for (data::Batch& batch : loader.epoch(3)) {
+    const auto x = batch.data.to_vector<float>();
+    const auto y = batch.target.to_vector<std::int64_t>();
+    for (std::size_t i = 0; i < x.size(); ++i) {
+      ++seen[static_cast<std::size_t>(x[i])];
+      EXPECT_EQ(y[i], static_cast<std::int64_t>(x[i]) % 2);
+    }
+  }
+  for (int count : seen) EXPECT_EQ(count, 1);
+}
+
+TEST(ApiExamples, Mnist) {
+  if (!std::filesystem::exists("/usr/share/datasets/fashion-mnist/train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "Fashion-MNIST is not installed (sudo apt-get install dataset-fashion-mnist)";
+  Device device = cuda::is_available() ? Device(kCUDA) : Device(kCPU);
+  auto train = std::make_shared<data::MnistDataset>(data::MnistDataset::load(
+      "/usr/share/datasets/fashion-mnist", /*train=*/true, data::Normalization::fashion_mnist()));
+  train->limit(1000);                                    // the first 1000 images only
+  data::DataLoader mnist_loader(train, data::DataLoaderOptions().set_batch_size(128).set_device(device));
+
+  EXPECT_EQ(train->size(), 1000);
+  EXPECT_EQ(mnist_loader.num_batches(), 8);
+  std::optional<data::Batch> first;
+  mnist_loader.start_epoch(0);
+  first = mnist_loader.next();
+  ASSERT_TRUE(first.has_value());
+  EXPECT_EQ(first->data.sizes(), (Shape{128, 1, 28, 28}));
+  EXPECT_EQ(first->data.device(), device);
+}
+
+TEST(ApiExamples, Checkpoints) {
+  const std::string path = temp_path("mlp_api_example.safetensors");
+  Mlp model(10, 32, 3);
+  optim::SGD optimizer(model->parameters(), optim::SGDOptions(0.1).momentum(0.9));
+  (model(randn({4, 10})).sum()).backward();
+  optimizer.step();
+  io::save(*model, path, {{"epoch", "1"}});              // safetensors, readable by PyTorch
+  Mlp restored(10, 32, 3);
+  io::load(*restored, path);                             // checks every name, shape and dtype first
+  io::TrainingState state;                               // what a resumed run needs besides the model
+  state.epoch = 1;
+  state.optimizer = optimizer.state_dict();
+  state.rng = get_rng_state();
+  io::save_training_state(path + ".state", state);
+  io::TrainingState back = io::load_training_state(path + ".state");
+  optimizer.load_state_dict(back.optimizer);
+  set_rng_state(back.rng);
+
+  const auto saved = io::state_dict(*model), loaded = io::state_dict(*restored);
+  ASSERT_EQ(saved.size(), loaded.size());
+  for (const auto& [name, t] : saved) expect_close(loaded.at(name), t, 0, 0, name);
+  EXPECT_EQ(back.epoch, 1);
+  std::filesystem::remove(path);
+  std::filesystem::remove(path + ".state");
+}
+
+TEST(ApiExamples, DevicesAndThreads) {
+  std::cout << "minidl " << version() << ", CUDA " << (cuda::is_available() ? "available" : "not available")
+            << ", " << get_num_threads() << " CPU threads\n";
+  Mlp model(10, 32, 3);
+  if (cuda::is_available()) {
+    model->to(Device(kCUDA));                            // moves parameters and buffers in place
+    Tensor out = model(randn({8, 10}).cuda());           // inputs must be on the model's device
+    std::cout << out.cpu() << "\n";
+  }
+
+  EXPECT_EQ(version(), MINIDL_VERSION_STRING);
+}
+
+// ---- the documentation matches this file -----------------------------------------------------------------
+
+namespace {
+/// Lines without surrounding whitespace, blank lines dropped, joined with '\n'.
+std::string normalized(std::istream& in) {
+  std::string line, out;
+  while (std::getline(in, line)) {
+    const auto b = line.find_first_not_of(" \t"), e = line.find_last_not_of(" \t\r");
+    if (b == std::string::npos) continue;
+    out += line.substr(b, e - b + 1);
+    out += '\n';
+  }
+  return out;
+}
+}  // namespace
+
+TEST(ApiExamples, DocsMatch) {
+  const std::filesystem::path self(__FILE__);
+  const std::filesystem::path doc = self.parent_path().parent_path() / "docs" / "API.md";
+  std::ifstream self_file(self);
+  if (!self_file) GTEST_SKIP() << "the sources are not at " << self << " (a relocated build)";
+  std::ifstream doc_file(doc);
+  ASSERT_TRUE(doc_file) << "cannot read " << doc;
+  std::stringstream whole;
+  whole << self_file.rdbuf();
+  const std::string code = normalized(whole);
+  std::string line, block;
+  int blocks = 0, line_no = 0, block_start = 0;
+  bool in_block = false;
+  while (std::getline(doc_file, line)) {
+    ++line_no;
+    if (!in_block && line.rfind("```cpp", 0) == 0) {
+      in_block = true;
+      block.clear();
+      block_start = line_no;
+    } else if (in_block && line.rfind("```", 0) == 0) {
+      in_block = false;
+      ++blocks;
+      std::istringstream block_in(block);
+      EXPECT_TRUE(code.find(normalized(block_in)) != std::string::npos)
+          << "the ```cpp block at docs/API.md:" << block_start << " is not in " << self.filename();
+    } else if (in_block) {
+      block += line + "\n";
+    }
+  }
+  EXPECT_FALSE(in_block) << "unterminated ```cpp block at docs/API.md:" << block_start;
+  EXPECT_GE(blocks, 10) << "docs/API.md should have an example for each part of the API";
+}

@@ -1,0 +1,282 @@
+// mnist_train's command line, run as a subprocess on a small random IDX dataset the test writes: every bad
+// flag gives a clear message on stderr and exit status 2 (command line) or 1 (runtime), never a crash; the
+// --metrics CSV; --resume continuing bitwise exactly; --export-logits writing what tests/interop/torch_logits.py
+// reads.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <iterator>
+#include <map>
+#include <numeric>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "idx_corpus.h"
+#include "minidl/io/checkpoint.h"
+#include "minidl/io/safetensors.h"
+#include "net.h"
+#include "subprocess.h"
+
+#ifndef MNIST_TRAIN_BINARY
+#error "tests/CMakeLists.txt passes the path of the built mnist_train as MNIST_TRAIN_BINARY"
+#endif
+
+namespace fs = std::filesystem;
+namespace corpus = minidl::idx_corpus;
+
+namespace {
+
+std::string slurp(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+void spit(const fs::path& p, const corpus::Bytes& bytes) {
+  std::ofstream out(p, std::ios::binary);
+  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  ASSERT_TRUE(out.good()) << "cannot write " << p;
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string field; std::getline(in, field, sep);) out.push_back(field);
+  return out;
+}
+
+/// The number in `s`, which must be all of `s`.
+double parse_number(const std::string& s) {
+  char* end = nullptr;
+  const double v = std::strtod(s.c_str(), &end);
+  if (s.empty() || *end != '\0') ADD_FAILURE() << "\"" << s << "\" is not a number";
+  return v;
+}
+
+class MnistCli : public ::testing::Test {
+ protected:
+  static constexpr std::uint32_t kTrain = 512, kTest = 256;
+
+  void SetUp() override {
+    std::string pattern = (fs::temp_directory_path() / "minidl_cli_XXXXXX").string();
+    ASSERT_NE(::mkdtemp(pattern.data()), nullptr);
+    dir_ = pattern;
+    data_ = dir_ / "data";
+    fs::create_directories(data_);
+    train_pixels_ = corpus::random_bytes(std::size_t{kTrain} * 28 * 28, 21);
+    test_pixels_ = corpus::random_bytes(std::size_t{kTest} * 28 * 28, 22);
+    // One split gzip-compressed, one raw: the program reads both.
+    spit(data_ / "train-images-idx3-ubyte.gz", corpus::gzip(corpus::images_file(kTrain, 28, 28, train_pixels_)));
+    spit(data_ / "train-labels-idx1-ubyte.gz", corpus::gzip(corpus::labels_file(corpus::random_bytes(kTrain, 23, 10))));
+    spit(data_ / "t10k-images-idx3-ubyte", corpus::images_file(kTest, 28, 28, test_pixels_));
+    spit(data_ / "t10k-labels-idx1-ubyte", corpus::labels_file(corpus::random_bytes(kTest, 24, 10)));
+  }
+  void TearDown() override {
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+  }
+
+  fs::path path(const std::string& name) const { return dir_ / name; }
+
+  /// mnist_train with `args` (quiet, on the CPU, on the test's data unless `args` names --data).
+  mnist::ProcessResult run(std::vector<std::string> args, bool with_data = true) const {
+    std::vector<std::string> argv = {MNIST_TRAIN_BINARY, "--no-progress", "--log-level", "warn", "--device", "cpu"};
+    if (with_data) argv.insert(argv.end(), {"--data", data_.string()});
+    argv.insert(argv.end(), args.begin(), args.end());
+    const std::optional<mnist::ProcessResult> r = mnist::run_process(argv, 1 << 26);
+    if (!r) throw std::runtime_error(std::string(MNIST_TRAIN_BINARY) + " does not exist");
+    EXPECT_EQ(r->signal, 0) << "mnist_train was killed by signal " << r->signal << "\nstderr:\n" << r->err;
+    EXPECT_EQ(r->err.find("terminate called"), std::string::npos) << r->err;
+    return *r;
+  }
+
+  /// Expects exit status `status` and every one of `parts` in stderr.
+  void expect_error(const std::vector<std::string>& args, int status, const std::vector<std::string>& parts,
+                    bool with_data = true) const {
+    std::string cmd;
+    for (const std::string& a : args) cmd += " " + a;
+    const mnist::ProcessResult r = run(args, with_data);
+    EXPECT_EQ(r.exit_code, status) << "mnist_train" << cmd << "\nstderr:\n" << r.err;
+    for (const std::string& p : parts) {
+      EXPECT_NE(r.err.find(p), std::string::npos) << "mnist_train" << cmd << ": stderr lacks \"" << p << "\":\n" << r.err;
+    }
+  }
+
+  fs::path dir_, data_;
+  corpus::Bytes train_pixels_, test_pixels_;
+};
+
+// ---- the command line --------------------------------------------------------------------------------------
+
+TEST_F(MnistCli, HelpExitsZero) {
+  const mnist::ProcessResult r = run({"--help"});
+  EXPECT_EQ(r.exit_code, 0);
+  for (const char* flag : {"--download", "--download-url", "--export-logits", "--resume", "--metrics"}) {
+    EXPECT_NE(r.out.find(flag), std::string::npos) << "--help does not mention " << flag;
+  }
+}
+
+TEST_F(MnistCli, BadFlagsAreCommandLineErrors) {
+  expect_error({"--bogus"}, 2, {"--bogus"});
+  expect_error({"--epochs"}, 2, {"--epochs"});
+  expect_error({"--epochs", "0"}, 2, {"--epochs", "0"});
+  expect_error({"--epochs", "two"}, 2, {"--epochs"});
+  expect_error({"--batch-size", "-1"}, 2, {"--batch-size", "-1"});
+  expect_error({"--batch-size", "0"}, 2, {"--batch-size"});
+  expect_error({"--lr", "fast"}, 2, {"--lr"});
+  expect_error({"--momentum", "1.5"}, 2, {"--momentum"});
+  expect_error({"--optimizer", "rmsprop"}, 2, {"--optimizer", "rmsprop"});
+  expect_error({"--device", "tpu"}, 2, {"--device", "tpu"});
+  expect_error({"--train-limit", "0"}, 2, {"--train-limit"});
+  expect_error({"--threads", "0"}, 2, {"--threads"});
+  expect_error({"--log-level", "loud"}, 2, {"--log-level"});
+}
+
+TEST_F(MnistCli, BadPathsAreCommandLineErrors) {
+  const std::string missing = path("missing").string();
+  expect_error({"--data", missing}, 2, {"--data", missing, "does not exist"}, false);
+  spit(path("plain-file"), {1, 2, 3});
+  expect_error({"--data", path("plain-file").string()}, 2, {"--data", "not a directory"}, false);
+  const std::string nowhere = path("no/such/dir/model.safetensors").string();
+  expect_error({"--save", nowhere}, 2, {"--save", "does not exist"});
+  expect_error({"--metrics", path("no/such/dir/m.csv").string()}, 2, {"--metrics", "does not exist"});
+  expect_error({"--metrics", dir_.string()}, 2, {"--metrics", "is a directory"});
+  expect_error({"--export-logits", path("no/dir/l.safetensors").string()}, 2, {"--export-logits", "does not exist"});
+  expect_error({"--resume", missing}, 2, {"--resume", missing});
+  spit(path("lonely.safetensors"), {1, 2, 3});
+  expect_error({"--resume", path("lonely.safetensors").string()}, 2, {"--resume", "lonely.safetensors.state"});
+}
+
+TEST_F(MnistCli, BadFlagCombinationsAreCommandLineErrors) {
+  expect_error({"--download-url", "http://127.0.0.1:9/"}, 2, {"--download-url", "--download"});
+  expect_error({"--download", "--download-url", "ftp://127.0.0.1/"}, 2, {"--download-url", "ftp"});
+  spit(path("m.safetensors"), {1});
+  spit(path("m.safetensors.state"), {1});
+  expect_error({"--compare", "--resume", path("m.safetensors").string()}, 2, {"--compare"});
+}
+
+TEST_F(MnistCli, BadDataIsARuntimeError) {
+  fs::create_directories(path("empty"));
+  expect_error({"--data", path("empty").string()}, 1, {"mnist_train: error:", "train-images-idx3-ubyte"}, false);
+  // Labels out of range: the reader names the file and the value.
+  spit(data_ / "t10k-labels-idx1-ubyte", corpus::labels_file(corpus::Bytes(kTest, 10)));
+  expect_error({}, 1, {"mnist_train: error:", "t10k-labels-idx1-ubyte"});
+}
+
+TEST_F(MnistCli, CorruptCheckpointIsARuntimeError) {
+  spit(path("bad.safetensors"), corpus::random_bytes(100, 25));
+  spit(path("bad.safetensors.state"), corpus::random_bytes(100, 26));
+  expect_error({"--resume", path("bad.safetensors").string()}, 1, {"mnist_train: error:", "bad.safetensors"});
+}
+
+TEST_F(MnistCli, DownloadWhileUnreachableFailsClearly) {
+  // Loopback only: port 9 (discard) has no listener here, so the connection is refused at once.
+  const fs::path target = path("downloaded");
+  expect_error({"--download", "--download-url", "http://127.0.0.1:9/", "--data", target.string()}, 1,
+               {"mnist_train: error:", "http://127.0.0.1:9/train-images-idx3-ubyte.gz", "cannot connect",
+                "Without network access"},
+               false);
+  EXPECT_TRUE(fs::is_empty(target)) << "files left in " << target;
+}
+
+// ---- what a run writes -----------------------------------------------------------------------------------------
+
+TEST_F(MnistCli, MetricsCsvHasAHeaderAndOneRowPerEpochAndSplit) {
+  const fs::path csv = path("metrics.csv");
+  const mnist::ProcessResult r = run({"--epochs", "2", "--train-limit", "128", "--test-limit", "64", "--metrics",
+                                      csv.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::vector<std::string> lines = split(slurp(csv), '\n');
+  ASSERT_EQ(lines.size(), 5u) << slurp(csv);
+  EXPECT_EQ(lines[0], "epoch,device,split,loss,accuracy,seconds,images_per_s");
+  const char* splits[] = {"train", "test"};
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const std::vector<std::string> f = split(lines[i], ',');
+    ASSERT_EQ(f.size(), 7u) << lines[i];
+    EXPECT_EQ(f[0], std::to_string((i + 1) / 2)) << lines[i];
+    EXPECT_EQ(f[1], "cpu") << lines[i];
+    EXPECT_EQ(f[2], splits[(i - 1) % 2]) << lines[i];
+    const double loss = parse_number(f[3]), accuracy = parse_number(f[4]), seconds = parse_number(f[5]),
+                 images_per_s = parse_number(f[6]);
+    EXPECT_TRUE(std::isfinite(loss) && loss > 0) << lines[i];
+    EXPECT_TRUE(accuracy >= 0 && accuracy <= 1) << lines[i];
+    EXPECT_GT(seconds, 0) << lines[i];
+    EXPECT_GT(images_per_s, 0) << lines[i];
+    // images/s is consistent with the split's size and the seconds (up to the printed precision).
+    const double images = (i % 2 == 1) ? 128 : 64;
+    EXPECT_NEAR(images_per_s * seconds, images, images * 1e-3) << lines[i];
+  }
+}
+
+TEST_F(MnistCli, ResumeContinuesBitwiseExactly) {
+  const std::vector<std::string> common = {"--seed", "7", "--batch-size", "64"};
+  const auto with = [&](std::vector<std::string> extra) {
+    extra.insert(extra.begin(), common.begin(), common.end());
+    return extra;
+  };
+  const fs::path straight = path("straight.safetensors"), first = path("first.safetensors"),
+                 resumed = path("resumed.safetensors");
+  mnist::ProcessResult r = run(with({"--epochs", "2", "--save", straight.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run(with({"--epochs", "1", "--save", first.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  r = run(with({"--epochs", "2", "--resume", first.string(), "--save", resumed.string()}));
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+
+  // Tensor by tensor first, for a readable failure; then the files byte by byte.
+  const auto a = minidl::io::read_safetensors(straight.string()), b = minidl::io::read_safetensors(resumed.string());
+  ASSERT_EQ(a.tensors.size(), b.tensors.size());
+  for (std::size_t i = 0; i < a.tensors.size(); ++i) {
+    EXPECT_EQ(a.tensors[i].name, b.tensors[i].name);
+    EXPECT_TRUE(a.tensors[i].data == b.tensors[i].data) << "tensor " << a.tensors[i].name << " differs after resume";
+  }
+  EXPECT_TRUE(slurp(straight) == slurp(resumed)) << "the model files differ";
+  EXPECT_TRUE(slurp(straight.string() + ".state") == slurp(resumed.string() + ".state"))
+      << "the training states (optimizer, epoch, RNG) differ";
+  // And resuming is not trivially equal: the first epoch's weights differ from the second's.
+  EXPECT_FALSE(slurp(first) == slurp(straight));
+}
+
+TEST_F(MnistCli, ExportLogitsWritesInputsAndTheModelsLogits) {
+  const fs::path model = path("model.safetensors"), logits = path("logits.safetensors");
+  const mnist::ProcessResult r = run({"--epochs", "1", "--train-limit", "128", "--save", model.string(),
+                                      "--export-logits", logits.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  const std::map<std::string, minidl::Tensor> saved = [&] {
+    std::map<std::string, minidl::Tensor> m;
+    for (const auto& t : minidl::io::read_safetensors(logits.string()).tensors) {
+      EXPECT_EQ(t.dtype, "F32") << t.name;
+      std::vector<float> values(t.data.size() / sizeof(float));
+      std::memcpy(values.data(), t.data.data(), t.data.size());
+      m[t.name] = minidl::from_vector(values, t.shape);
+    }
+    return m;
+  }();
+  ASSERT_EQ(saved.size(), 2u);
+  const minidl::Tensor input = saved.at("input"), out = saved.at("logits");
+  ASSERT_EQ(input.sizes(), (minidl::Shape{16, 1, 28, 28}));
+  ASSERT_EQ(out.sizes(), (minidl::Shape{16, 10}));
+
+  // The input is the first 16 test images, normalised with MNIST's statistics (the data path has no "fashion").
+  const std::vector<float> x = input.to_vector<float>();
+  for (std::size_t i = 0; i < x.size(); ++i) {
+    const double expected = (test_pixels_[i] / 255.0 - 0.1307) / 0.3081;
+    ASSERT_NEAR(x[i], expected, 1e-5) << "input element " << i;
+  }
+  // The logits are what the saved model computes in eval mode (dropout off), here in this process.
+  mnist::Net net;
+  minidl::io::load(*net, model.string());
+  net->eval();
+  minidl::NoGradGuard no_grad;
+  const std::vector<float> expected = net(input).to_vector<float>(), found = out.to_vector<float>();
+  for (std::size_t i = 0; i < found.size(); ++i) {
+    EXPECT_NEAR(found[i], expected[i], 1e-4 * (1 + std::fabs(expected[i]))) << "logit " << i;
+  }
+}
+
+}  // namespace

@@ -5,16 +5,19 @@
 // (C/groups*R*S, P*Q) turns the three kernels into plain GEMMs:
 //   forward  Y = W * Col,   backward-input  dCol = W^T * dY (then col2im),   backward-weight  dW += dY * Col^T.
 //
-// Stride 1 (most convolutions, both of the MNIST CNN's) never builds `Col`. Read with the input's row length
+// Stride 1 need not build `Col`. Read with the input's row length
 // instead of the output's, output (oh, ow) is column j = oh * Wp + ow of a "wide" output (Wp = the padded input
 // width), and column j of Col's row (c, r, s) is then the input element at tap(c, r, s) + j, where tap(c, r, s)
 // = (c * Hp + r * dil_h) * Wp + s * dil_w: every row of Col is a contiguous run of the (padded) input. The GEMMs
 // read that through an offset table (MatrixView::row_offsets / col_offsets), so the packing copies straight from
 // the image. The wide output's (P - 1) * Wp + Q columns include Wp - Q junk columns per output row (taps that
 // wrap into the next input row), about 8% extra work for the MNIST shapes against two im2col passes saved;
-// forward copies the valid columns out (adding the bias on the way), backward-weight feeds dY in widened
-// with zeros in the junk columns. Padding is copied in once per image (a zero-bordered plane).
-// Strided convolutions use an explicit im2col, and backward-input always uses GEMM + col2im.
+// forward copies the valid columns out (adding the bias on the way; the im2col path would need a pass to
+// broadcast the bias, and im2col besides), backward-weight feeds dY in widened with zeros in the junk columns
+// (a copy of dY, so backward-weight takes this path only when Col has at least as many rows as dY:
+// C/groups*R*S >= K/groups). Padding is copied in once per image (a zero-bordered plane).
+// Other convolutions use an explicit im2col (none for 1x1, stride 1, no padding: the input block is `Col`),
+// and backward-input always uses GEMM + col2im.
 //
 // Threading: (image, group) pairs, or fixed chunks of images for the weight gradient, are spread over
 // cpu::parallel_for and every GEMM runs single-threaded inside its task: the per-image GEMMs of the MNIST
@@ -44,7 +47,7 @@ struct Geometry {
   Index HW, PQ;    // input and output plane sizes
   Index CRS;       // rows of the column matrix = weights per output channel
   bool direct;     // 1x1, stride 1, no padding: the input block is its own column matrix
-  bool implicit;   // stride 1: Col is read from the (padded) input through `taps`
+  bool implicit;   // stride 1, not direct: Col can be read from the (padded) input through `taps`
   bool padded;     // implicit with padding: the input is first copied into a zero-bordered plane
   Index Hp, Wp;    // the (padded) input plane the taps index
   Index wide;      // columns of the wide output: (P - 1) * Wp + Q
@@ -65,7 +68,7 @@ Geometry geometry(const Conv2dParams& p, const char* op) {
   g.PQ = p.P * p.Q;
   g.CRS = g.Cg * p.R * p.S;
   g.direct = p.R == 1 && p.S == 1 && p.stride_h == 1 && p.stride_w == 1 && p.pad_h == 0 && p.pad_w == 0;
-  g.implicit = p.stride_h == 1 && p.stride_w == 1;
+  g.implicit = p.stride_h == 1 && p.stride_w == 1 && !g.direct;
   g.padded = g.implicit && (p.pad_h > 0 || p.pad_w > 0);
   g.Hp = p.H + 2 * p.pad_h;
   g.Wp = p.W + 2 * p.pad_w;
@@ -117,6 +120,17 @@ void for_each_col_row(const Conv2dParams& params, Index Cg, F&& row) {
   }
 }
 
+/// dst[i] = src[i * stride] for i in [0, n). The pointers are declared apart, so the loop vectorises without
+/// a run-time overlap check on every (short) row.
+template <class T>
+void gather_row(const T* __restrict src, Index stride, T* __restrict dst, Index n) {
+  if (stride == 1) {
+    for (Index i = 0; i < n; ++i) dst[i] = src[i];
+    return;
+  }
+  for (Index i = 0; i < n; ++i) dst[i] = src[i * stride];
+}
+
 template <class T>
 void im2col(const Conv2dParams& p, Index Cg, const T* x, T* col) {
   const Index Q = p.Q, sw = p.stride_w;
@@ -127,9 +141,19 @@ void im2col(const Conv2dParams& p, Index Cg, const T* x, T* col) {
       return;
     }
     std::fill(out, out + ws.lo, T(0));
-    for (Index q = ws.lo; q < ws.hi; ++q) out[q] = x[xo + q * sw];
+    gather_row(x + xo + ws.lo * sw, sw, out + ws.lo, ws.hi - ws.lo);
     std::fill(out + ws.hi, out + Q, T(0));
   });
+}
+
+/// dst[i * stride] += src[i] for i in [0, n), likewise.
+template <class T>
+void add_row(const T* __restrict src, Index n, T* __restrict dst, Index stride) {
+  if (stride == 1) {
+    for (Index i = 0; i < n; ++i) dst[i] += src[i];
+    return;
+  }
+  for (Index i = 0; i < n; ++i) dst[i * stride] += src[i];
 }
 
 /// Adds every column-matrix entry back onto the input element it was read from (padding entries are dropped).
@@ -137,10 +161,21 @@ template <class T>
 void col2im_add(const Conv2dParams& p, Index Cg, const T* col, T* x) {
   const Index sw = p.stride_w;
   for_each_col_row(p, Cg, [&](Index co, bool in_h, Index xo, Span ws) {
-    if (!in_h) return;
-    const T* in = col + co;
-    for (Index q = ws.lo; q < ws.hi; ++q) x[xo + q * sw] += in[q];
+    if (in_h) add_row(col + co + ws.lo, ws.hi - ws.lo, x + xo + ws.lo * sw, sw);
   });
+}
+
+/// Y = the valid columns of the wide output (row k, output row oh at k * wide + oh * Wp) plus the bias.
+template <class T>
+void copy_out(const Conv2dParams& p, const Geometry& g, const T* __restrict wide, const T* bias, T* __restrict y) {
+  for (Index k = 0; k < g.Kg; ++k) {
+    const T b = bias ? bias[k] : T(0);
+    for (Index oh = 0; oh < p.P; ++oh) {
+      const T* src = wide + k * g.wide + oh * g.Wp;
+      T* dst = y + k * g.PQ + oh * p.Q;
+      for (Index ow = 0; ow < p.Q; ++ow) dst[ow] = src[ow] + b;
+    }
+  }
 }
 
 }  // namespace
@@ -149,10 +184,10 @@ template <class T>
 void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y) {
   const Geometry g = geometry(p, "conv2d_forward");
   parallel_for(p.N * p.groups, g.cost, [&](Index begin, Index end) {
-    // Stride 1: the GEMM writes the wide output, whose valid columns are copied out with the bias added.
+    // Implicit: the GEMM writes the wide output, whose valid columns are copied out with the bias added.
     // Otherwise it writes Y directly, starting from the broadcast bias.
     T* out = g.implicit ? scratch<T, Scratch::ConvWide>(g.Kg * g.wide) : nullptr;
-    T* col = g.implicit ? nullptr : scratch<T, Scratch::ConvColumns>(g.CRS * g.PQ);
+    T* col = g.implicit || g.direct ? nullptr : scratch<T, Scratch::ConvColumns>(g.CRS * g.PQ);
     for (Index i = begin; i < end; ++i) {
       const Index n = i / p.groups, grp = i % p.groups;
       const T* xb = x + (n * p.C + grp * g.Cg) * g.HW;
@@ -162,21 +197,14 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
       if (g.implicit) {
         const MatrixView<const T> taps{tap_source(p, g, xb), 0, 1, g.taps.data()};
         gemm<T>({g.Kg, g.wide, g.CRS, {wg, g.CRS, 1}, taps, {out, g.wide, 1}, false});
-        for (Index k = 0; k < g.Kg; ++k) {
-          const T b = bg ? bg[k] : T(0);
-          for (Index oh = 0; oh < p.P; ++oh) {
-            const T* src = out + k * g.wide + oh * g.Wp;
-            T* dst = yb + k * g.PQ + oh * p.Q;
-            for (Index ow = 0; ow < p.Q; ++ow) dst[ow] = src[ow] + b;
-          }
-        }
+        copy_out(p, g, out, bg, yb);
         continue;
       }
-      im2col(p, g.Cg, xb, col);
+      if (!g.direct) im2col(p, g.Cg, xb, col);
       if (bg) {
         for (Index k = 0; k < g.Kg; ++k) std::fill(yb + k * g.PQ, yb + (k + 1) * g.PQ, bg[k]);
       }
-      gemm<T>({g.Kg, g.PQ, g.CRS, {wg, g.CRS, 1}, {col, g.PQ, 1}, {yb, g.PQ, 1}, bg != nullptr});
+      gemm<T>({g.Kg, g.PQ, g.CRS, {wg, g.CRS, 1}, {g.direct ? xb : col, g.PQ, 1}, {yb, g.PQ, 1}, bg != nullptr});
     }
   });
 }
@@ -208,11 +236,12 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
   const Index chunks = std::min<Index>(p.N, std::max(1, device().numThreads()));
   T* partials = chunks > 1 ? scratch<T, Scratch::ConvPartials>((chunks - 1) * acc_size) : nullptr;
   const double chunk_cost = g.cost * static_cast<double>(p.groups * ((p.N + chunks - 1) / chunks));
+  const bool implicit = g.implicit && g.CRS >= g.Kg;
   parallel_for(chunks, chunk_cost, [&](Index begin, Index end) {
-    // Stride 1: dY widened to the wide output's columns (zeros in the junk ones) against the taps of the
+    // Implicit: dY widened to the wide output's columns (zeros in the junk ones) against the taps of the
     // input; otherwise dY against the transposed column matrix.
-    T* dy_wide = g.implicit ? scratch<T, Scratch::ConvWide>(g.Kg * g.wide) : nullptr;
-    T* col = g.implicit ? nullptr : scratch<T, Scratch::ConvColumns>(g.CRS * g.PQ);
+    T* dy_wide = implicit ? scratch<T, Scratch::ConvWide>(g.Kg * g.wide) : nullptr;
+    T* col = implicit || g.direct ? nullptr : scratch<T, Scratch::ConvColumns>(g.CRS * g.PQ);
     if (dy_wide) std::fill(dy_wide, dy_wide + g.Kg * g.wide, T(0));  // the junk columns stay zero
     for (Index chunk = begin; chunk < end; ++chunk) {
       T* dw_acc = chunk == 0 ? dw : partials + (chunk - 1) * acc_size;
@@ -223,7 +252,7 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
           const T* xb = x + (n * p.C + grp * g.Cg) * g.HW;
           const T* dyb = dy + (n * p.K + grp * g.Kg) * g.PQ;
           T* dwg = dw_acc + grp * g.Kg * g.CRS;
-          if (g.implicit) {
+          if (implicit) {
             for (Index k = 0; k < g.Kg; ++k)
               for (Index oh = 0; oh < p.P; ++oh)
                 std::copy(dyb + k * g.PQ + oh * p.Q, dyb + k * g.PQ + (oh + 1) * p.Q,
@@ -231,8 +260,8 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
             const MatrixView<const T> taps{tap_source(p, g, xb), 1, 0, nullptr, g.taps.data()};
             gemm<T>({g.Kg, g.CRS, g.wide, {dy_wide, g.wide, 1}, taps, {dwg, g.CRS, 1}, n > first});
           } else {
-            im2col(p, g.Cg, xb, col);
-            gemm<T>({g.Kg, g.CRS, g.PQ, {dyb, g.PQ, 1}, {col, 1, g.PQ}, {dwg, g.CRS, 1}, n > first});
+            if (!g.direct) im2col(p, g.Cg, xb, col);
+            gemm<T>({g.Kg, g.CRS, g.PQ, {dyb, g.PQ, 1}, {g.direct ? xb : col, 1, g.PQ}, {dwg, g.CRS, 1}, n > first});
           }
           if (!dbias) continue;
           for (Index k = 0; k < g.Kg; ++k) {

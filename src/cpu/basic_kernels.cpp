@@ -46,7 +46,7 @@ MINIDL_CPU_CLONES void uniform_blocks(Philox4x32 philox, std::uint64_t counter_h
     std::memcpy(&u, &bits, sizeof u);
     return std::min(static_cast<T>(low + (high - low) * (u - 1.0)), top);
   };
-  const std::uint32_t c2 = static_cast<std::uint32_t>(counter_high), c3 = static_cast<std::uint32_t>(counter_high >> 32);
+  const auto c2 = static_cast<std::uint32_t>(counter_high), c3 = static_cast<std::uint32_t>(counter_high >> 32);
   const std::int64_t full = std::min(end, n / 2);  // blocks whose two elements both exist
   std::uint32_t r[4];
   for (std::int64_t block = begin; block < full; ++block) {
@@ -246,13 +246,23 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& out, std::int64_t batch, s
   kernels::dispatch_floating(out.dtype(), "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
     // Transposed operands are strided views: no copies.
-    for (std::int64_t i = 0; i < batch; ++i) {
-      gemm_parallel<T>({m, n, k,
-                        {a.data_ptr<T>() + i * m * k, trans_a ? 1 : k, trans_a ? m : 1},
-                        {b.data_ptr<T>() + i * k * n, trans_b ? 1 : n, trans_b ? k : 1},
-                        {out.data_ptr<T>() + i * m * n, n, 1},
-                        false});
+    const auto item = [&](std::int64_t i) -> GemmArgs<T> {
+      return {m, n, k,
+              {a.data_ptr<T>() + i * m * k, trans_a ? 1 : k, trans_a ? m : 1},
+              {b.data_ptr<T>() + i * k * n, trans_b ? 1 : n, trans_b ? k : 1},
+              {out.data_ptr<T>() + i * m * n, n, 1},
+              false};
+    };
+    // Products too small to split (gemm_parallel would run them on this thread) are spread over the pool
+    // whole instead.
+    const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+    if (batch > 1 && flops < kGemmSplitFlops) {
+      parallel_for(batch, flops / 8.0, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) gemm(item(i));
+      });
+      return;
     }
+    for (std::int64_t i = 0; i < batch; ++i) gemm_parallel(item(i));
   });
 }
 

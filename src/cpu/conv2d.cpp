@@ -5,19 +5,18 @@
 // (C/groups*R*S, P*Q) turns the three kernels into plain GEMMs:
 //   forward  Y = W * Col,   backward-input  dCol = W^T * dY (then col2im),   backward-weight  dW += dY * Col^T.
 //
-// Stride 1 need not build `Col`. Read with the input's row length
-// instead of the output's, output (oh, ow) is column j = oh * Wp + ow of a "wide" output (Wp = the padded input
-// width), and column j of Col's row (c, r, s) is then the input element at tap(c, r, s) + j, where tap(c, r, s)
-// = (c * Hp + r * dil_h) * Wp + s * dil_w: every row of Col is a contiguous run of the (padded) input. The GEMMs
-// read that through an offset table (MatrixView::row_offsets / col_offsets), so the packing copies straight from
-// the image. The wide output's (P - 1) * Wp + Q columns include Wp - Q junk columns per output row (taps that
-// wrap into the next input row), about 8% extra work for the MNIST shapes against two im2col passes saved;
-// forward copies the valid columns out (adding the bias on the way; the im2col path would need a pass to
-// broadcast the bias, and im2col besides), backward-weight feeds dY in widened with zeros in the junk columns
-// (a copy of dY, so backward-weight takes this path only when Col has at least as many rows as dY:
-// C/groups*R*S >= K/groups). Padding is copied in once per image (a zero-bordered plane).
-// Other convolutions use an explicit im2col (none for 1x1, stride 1, no padding: the input block is `Col`),
-// and backward-input always uses GEMM + col2im.
+// Stride 1 need not build `Col`. Read with the input's row length instead of the output's, output (oh, ow) is
+// column j = oh * Wp + ow of a "wide" output (Wp = the padded input width), and column j of Col's row (c, r, s)
+// is then the input element at tap(c, r, s) + j, with tap(c, r, s) = (c * Hp + r * dil_h) * Wp + s * dil_w:
+// every row of Col is a contiguous run of the (padded) input. The GEMMs read that through an offset table
+// (MatrixView::row_offsets / col_offsets), so the packing copies straight from the image. The wide output's
+// (P - 1) * Wp + Q columns include Wp - Q junk columns per output row (taps that wrap into the next input row):
+// about 8% extra work for the MNIST shapes, against two im2col passes saved. Forward copies the valid columns
+// out, adding the bias on the way (the im2col path needs a pass to broadcast the bias, and im2col besides).
+// Backward-weight feeds dY in widened, with zeros in the junk columns; that is a copy of dY, so it takes this
+// path only when Col has at least as many rows as dY (C/groups*R*S >= K/groups). Padding is copied in once
+// per image (a zero-bordered plane). Other convolutions use an explicit im2col (none for 1x1, stride 1, no
+// padding: the input block is `Col`), and backward-input always uses GEMM + col2im.
 //
 // Threading: (image, group) pairs, or fixed chunks of images for the weight gradient, are spread over
 // cpu::parallel_for and every GEMM runs single-threaded inside its task: the per-image GEMMs of the MNIST

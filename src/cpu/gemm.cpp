@@ -2,7 +2,8 @@
 //
 // Each instruction set gets its own namespace and `#pragma GCC target` region, so its code may use that
 // set's instructions and its symbols cannot collide with another build's. The library's other code is built
-// for the portable baseline (unless MINIDL_NATIVE); only these kernels need the wide vectors. Eigen is not
+// for the portable baseline (unless MINIDL_NATIVE), apart from a few loops the compiler vectorises itself,
+// compiled per instruction set through MINIDL_CPU_CLONES (cpu/cpu_clones.h). Eigen is not
 // used here: its vector width is fixed by the compiler flags of the whole translation unit, and its template
 // instances compiled for two instruction sets would be merged by the linker.
 #include "cpu/gemm.h"
@@ -150,8 +151,7 @@ template <class T>
 void gemm_parallel(const GemmArgs<T>& g) {
   const std::int64_t threads = device().numThreads();
   const double flops = 2.0 * static_cast<double>(g.m) * static_cast<double>(g.n) * static_cast<double>(g.k);
-  // Below ~100 us of work, handing halves to the pool costs more than it saves.
-  if (threads <= 1 || flops < 4e6) {
+  if (threads <= 1 || flops < kGemmSplitFlops) {
     gemm(g);
     return;
   }

@@ -47,9 +47,11 @@ void gemm(const GemmArgs<T>& g);
 /// Runs with the given instruction set, which must be available (tests and benchmarks compare them).
 template <class T>
 void gemm(const GemmArgs<T>& g, CpuIsa isa);
-/// Splits C into blocks over the library's thread pool.
+/// Splits C into blocks over the library's thread pool. Products under kGemmSplitFlops (some tens of
+/// microseconds of work) run on the calling thread: handing blocks to the pool would cost about as much.
 template <class T>
 void gemm_parallel(const GemmArgs<T>& g);
+constexpr double kGemmSplitFlops = 4e6;
 
 }  // namespace cpu
 }  // namespace minidl

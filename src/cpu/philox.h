@@ -16,7 +16,8 @@ struct Philox4x32 {
 #pragma GCC unroll 10  // straight-line rounds, so a loop over blocks can vectorise
     for (int round = 0; round < 10; ++round) {
       const std::uint64_t p0 = std::uint64_t{0xD2511F53u} * c0, p1 = std::uint64_t{0xCD9E8D57u} * c2;
-      const std::uint32_t n0 = static_cast<std::uint32_t>(p1 >> 32) ^ c1 ^ k0, n2 = static_cast<std::uint32_t>(p0 >> 32) ^ c3 ^ k1;
+      const std::uint32_t n0 = static_cast<std::uint32_t>(p1 >> 32) ^ c1 ^ k0;
+      const std::uint32_t n2 = static_cast<std::uint32_t>(p0 >> 32) ^ c3 ^ k1;
       c1 = static_cast<std::uint32_t>(p1);
       c3 = static_cast<std::uint32_t>(p0);
       c0 = n0;

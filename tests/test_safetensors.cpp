@@ -1,4 +1,5 @@
 // The safetensors reader/writer at the byte level, and the atomic file writes under it.
+#include "file_helpers.h"
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <stdlib.h>
@@ -25,55 +26,13 @@ using minidl::ValueError;
 using minidl::io::TensorRecord;
 using Bytes = std::vector<std::uint8_t>;
 
-// A fresh directory under the system temp dir, removed with everything in it.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern = (fs::temp_directory_path() / "minidl_st_XXXXXX").string();
-    if (!::mkdtemp(pattern.data())) throw std::runtime_error("mkdtemp failed");
-    path_ = pattern;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path_, ec);
-  }
-  std::string file(const std::string& name) const { return (path_ / name).string(); }
-  // Names of the entries directly inside the directory, sorted.
-  std::vector<std::string> entries() const {
-    std::vector<std::string> names;
-    for (const auto& e : fs::directory_iterator(path_)) names.push_back(e.path().filename().string());
-    std::sort(names.begin(), names.end());
-    return names;
-  }
-
- private:
-  fs::path path_;
+using test_files::message_of;
+using test_files::slurp;
+using test_files::spit;
+/// Each test's files live in a fresh temp directory.
+struct TempDir : test_files::TempDir {
+  TempDir() : test_files::TempDir("minidl_st_") {}
 };
-
-Bytes slurp(const std::string& path) {
-  std::ifstream in(path, std::ios::binary);
-  return Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
-}
-
-void spit(const std::string& path, const Bytes& bytes) {
-  std::ofstream out(path, std::ios::binary);
-  out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-}
-
-// Message of the exception `fn` throws as E; fails the test if it throws nothing or something else.
-template <class E, class Fn>
-std::string message_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const E& e) {
-    return e.what();
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << "threw the wrong type: " << e.what();
-    return "";
-  }
-  ADD_FAILURE() << "did not throw";
-  return "";
-}
 
 std::uint64_t fresh_seed() {
   const std::uint64_t seed = std::random_device{}();

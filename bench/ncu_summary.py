@@ -15,7 +15,13 @@ for r in rows:
     if r.get("Metric Name") != "gpu__time_duration.sum":
         continue
     value = float(r["Metric Value"].replace(",", ""))
-    scale = {"nsecond": 1e-3, "usecond": 1.0, "msecond": 1e3}.get(r.get("Metric Unit", "nsecond"), 1.0)
+    unit = r.get("Metric Unit", "")
+    # ncu spells units either way depending on its version ("ns" or "nsecond"); an unknown one is an error,
+    # not a silent factor of 1000.
+    scales = {"ns": 1e-3, "nsecond": 1e-3, "us": 1.0, "usecond": 1.0, "ms": 1e3, "msecond": 1e3}
+    if unit not in scales:
+        sys.exit(f"ncu_summary: unknown time unit {unit!r} in row {r.get('ID', '?')}")
+    scale = scales[unit]
     name = r["Kernel Name"][:90]
     total[name] += value * scale
     count[name] += 1

@@ -26,11 +26,15 @@
 #include "cpu/gemm.h"
 #include "cpu/pool2d.h"
 #include "kernels/backend.h"
+#include "op_cases.h"
 
 namespace {
 
-using minidl::kernels::Conv2dParams;
-using minidl::kernels::Pool2dParams;
+using minidl::bench::Pass;
+
+const minidl::bench::Backend kCpu{&minidl::cpu::conv2d_forward<float>,      &minidl::cpu::conv2d_backward_input<float>,
+                                  &minidl::cpu::conv2d_backward_weight<float>, &minidl::cpu::matmul,
+                                  &minidl::cpu::max_pool2d_forward<float>,   &minidl::cpu::max_pool2d_backward<float>};
 
 std::vector<float> random_vector(std::int64_t n, unsigned seed) {
   std::mt19937 rng(seed);
@@ -45,79 +49,26 @@ void set_rate(benchmark::State& state, double flops_per_iteration) {
                                                benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
 }
 
-Conv2dParams conv_params(std::int64_t C, std::int64_t H, std::int64_t K) {
-  Conv2dParams p;
-  p.N = 64;
-  p.C = C;
-  p.H = p.W = H;
-  p.K = K;
-  p.R = p.S = 3;
-  p.finalize("bench");
-  return p;
-}
-
-enum class ConvPass { Forward, BackwardInput, BackwardWeight };
-
-void BM_conv(benchmark::State& state, Conv2dParams p, ConvPass pass) {
+/// A convolution (conv1 or conv2 at batch 64, see op_cases.h) or fc1's GEMMs, as the layer runs them.
+template <class Case>
+void BM_layer(benchmark::State& state, Case c, Pass pass) {
   minidl::set_num_threads(static_cast<int>(state.range(0)));
-  const std::int64_t xn = p.N * p.C * p.H * p.W, wn = p.K * p.C * p.R * p.S, yn = p.N * p.K * p.P * p.Q;
-  std::vector<float> x = random_vector(xn, 1), w = random_vector(wn, 2), b = random_vector(p.K, 3),
-                     y = random_vector(yn, 4), dx(static_cast<std::size_t>(xn)), dw(static_cast<std::size_t>(wn));
   for (auto _ : state) {
-    switch (pass) {
-      case ConvPass::Forward: minidl::cpu::conv2d_forward(p, x.data(), w.data(), b.data(), y.data()); break;
-      case ConvPass::BackwardInput: minidl::cpu::conv2d_backward_input(p, y.data(), w.data(), dx.data()); break;
-      case ConvPass::BackwardWeight:
-        minidl::cpu::conv2d_backward_weight<float>(p, x.data(), y.data(), dw.data(), nullptr);
-        break;
-    }
+    c.run(kCpu, pass);
     benchmark::ClobberMemory();
   }
-  set_rate(state, 2.0 * static_cast<double>(yn) * static_cast<double>(wn / p.K));
+  set_rate(state, c.cost().flops);
 }
 
-enum class LinearPass { Forward, BackwardInput, BackwardWeight };
-
-/// fc1 as the layer runs it: cpu::matmul with the same transpose flags as nn::functional::linear.
-void BM_linear(benchmark::State& state, LinearPass pass) {
+void BM_max_pool(benchmark::State& state, Pass pass) {
   minidl::set_num_threads(static_cast<int>(state.range(0)));
-  const std::int64_t rows = 64, in = 9216, out = 128;
   minidl::manual_seed(0);
-  const minidl::Tensor x = minidl::randn({rows, in}), w = minidl::randn({out, in}), g = minidl::randn({rows, out});
-  minidl::Tensor y = minidl::empty({rows, out}), dx = minidl::empty({rows, in}), dw = minidl::empty({out, in});
+  minidl::bench::MaxPoolCase c(minidl::bench::pool(64), minidl::kCPU, kCpu);
   for (auto _ : state) {
-    switch (pass) {
-      case LinearPass::Forward: minidl::cpu::matmul(x, w, y, 1, rows, out, in, false, true); break;
-      case LinearPass::BackwardInput: minidl::cpu::matmul(g, w, dx, 1, rows, in, out, false, false); break;
-      case LinearPass::BackwardWeight: minidl::cpu::matmul(g, x, dw, 1, out, in, rows, true, false); break;
-    }
+    c.run(kCpu, pass);
     benchmark::ClobberMemory();
   }
-  set_rate(state, 2.0 * static_cast<double>(rows * in * out));
-}
-
-void BM_max_pool(benchmark::State& state, bool backward) {
-  minidl::set_num_threads(static_cast<int>(state.range(0)));
-  Pool2dParams p;
-  p.N = 64;
-  p.C = 64;
-  p.H = p.W = 24;
-  p.kh = p.kw = p.sh = p.sw = 2;
-  p.finalize("bench");
-  const std::int64_t xn = p.N * p.C * p.H * p.W, yn = p.N * p.C * p.P * p.Q;
-  std::vector<float> x = random_vector(xn, 1), y(static_cast<std::size_t>(yn)), dy = random_vector(yn, 2),
-                     dx(static_cast<std::size_t>(xn));
-  std::vector<std::int64_t> indices(static_cast<std::size_t>(yn));
-  minidl::cpu::max_pool2d_forward(p, x.data(), y.data(), indices.data());
-  for (auto _ : state) {
-    if (backward) {
-      minidl::cpu::max_pool2d_backward(p, dy.data(), indices.data(), dx.data());
-    } else {
-      minidl::cpu::max_pool2d_forward(p, x.data(), y.data(), indices.data());
-    }
-    benchmark::ClobberMemory();
-  }
-  state.SetItemsProcessed(state.iterations() * xn);
+  state.SetItemsProcessed(state.iterations() * c.input_elements());
 }
 
 /// conv2's forward GEMM (64 x 576 x 288) for one image on one thread, per instruction-set build: what the
@@ -164,17 +115,21 @@ void thread_args(benchmark::internal::Benchmark* b) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const Conv2dParams conv1 = conv_params(1, 28, 32), conv2 = conv_params(32, 26, 64);
-  benchmark::RegisterBenchmark("conv1/forward", BM_conv, conv1, ConvPass::Forward)->Apply(thread_args);
-  benchmark::RegisterBenchmark("conv1/backward_weight", BM_conv, conv1, ConvPass::BackwardWeight)->Apply(thread_args);
-  benchmark::RegisterBenchmark("conv2/forward", BM_conv, conv2, ConvPass::Forward)->Apply(thread_args);
-  benchmark::RegisterBenchmark("conv2/backward_input", BM_conv, conv2, ConvPass::BackwardInput)->Apply(thread_args);
-  benchmark::RegisterBenchmark("conv2/backward_weight", BM_conv, conv2, ConvPass::BackwardWeight)->Apply(thread_args);
-  benchmark::RegisterBenchmark("fc1/forward", BM_linear, LinearPass::Forward)->Apply(thread_args);
-  benchmark::RegisterBenchmark("fc1/backward_input", BM_linear, LinearPass::BackwardInput)->Apply(thread_args);
-  benchmark::RegisterBenchmark("fc1/backward_weight", BM_linear, LinearPass::BackwardWeight)->Apply(thread_args);
-  benchmark::RegisterBenchmark("max_pool/forward", BM_max_pool, false)->Apply(thread_args);
-  benchmark::RegisterBenchmark("max_pool/backward", BM_max_pool, true)->Apply(thread_args);
+  using minidl::bench::ConvCase;
+  using minidl::bench::LinearCase;
+  minidl::manual_seed(0);
+  const ConvCase conv1(minidl::bench::conv1(64), minidl::kCPU), conv2(minidl::bench::conv2(64), minidl::kCPU);
+  const LinearCase fc1(minidl::bench::fc1(64), minidl::kCPU);
+  benchmark::RegisterBenchmark("conv1/forward", BM_layer<ConvCase>, conv1, Pass::Forward)->Apply(thread_args);
+  benchmark::RegisterBenchmark("conv1/backward_weight", BM_layer<ConvCase>, conv1, Pass::BackwardWeight)->Apply(thread_args);
+  benchmark::RegisterBenchmark("conv2/forward", BM_layer<ConvCase>, conv2, Pass::Forward)->Apply(thread_args);
+  benchmark::RegisterBenchmark("conv2/backward_input", BM_layer<ConvCase>, conv2, Pass::BackwardInput)->Apply(thread_args);
+  benchmark::RegisterBenchmark("conv2/backward_weight", BM_layer<ConvCase>, conv2, Pass::BackwardWeight)->Apply(thread_args);
+  benchmark::RegisterBenchmark("fc1/forward", BM_layer<LinearCase>, fc1, Pass::Forward)->Apply(thread_args);
+  benchmark::RegisterBenchmark("fc1/backward_input", BM_layer<LinearCase>, fc1, Pass::BackwardInput)->Apply(thread_args);
+  benchmark::RegisterBenchmark("fc1/backward_weight", BM_layer<LinearCase>, fc1, Pass::BackwardWeight)->Apply(thread_args);
+  benchmark::RegisterBenchmark("max_pool/forward", BM_max_pool, Pass::Forward)->Apply(thread_args);
+  benchmark::RegisterBenchmark("max_pool/backward", BM_max_pool, Pass::BackwardInput)->Apply(thread_args);
   for (minidl::cpu::CpuIsa isa : minidl::cpu::available_isas()) {
     benchmark::RegisterBenchmark((std::string("gemm_isa/") + minidl::cpu::isa_name(isa)).c_str(), BM_gemm_isa, isa)
         ->UseRealTime()

@@ -58,6 +58,10 @@ MemoryStats memory_stats(int index = 0);
 void reset_peak_memory_stats(int index = 0);
 /// Returns all cached, unused blocks to the driver.
 void empty_cache();
+/// Caps the memory minidl reserves on device `index` at `fraction` (in [0, 1]) of its total memory, as
+/// torch.cuda.set_per_process_memory_fraction: an allocation that would pass the cap (after returning the
+/// cache to the driver) throws OutOfMemoryError naming the request and the limit. 1 removes the cap.
+void set_per_process_memory_fraction(double fraction, int index = 0);
 /// When true every allocation goes straight to cudaMalloc/cudaFree (for compute-sanitizer runs);
 /// also set by the environment variable MINIDL_CUDA_NO_CACHE=1.
 void set_allocator_caching(bool enabled);

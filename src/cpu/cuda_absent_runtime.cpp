@@ -10,6 +10,7 @@ void synchronize(int) {}
 MemoryStats memory_stats(int) { detail::throw_cuda_not_built(); }
 void reset_peak_memory_stats(int) { detail::throw_cuda_not_built(); }
 void empty_cache() {}
+void set_per_process_memory_fraction(double, int) { detail::throw_cuda_not_built(); }
 void set_allocator_caching(bool) {}
 
 struct CUDAGraph::Impl {};

@@ -1,9 +1,11 @@
 #include "cuda/allocator.h"
 
+#include <algorithm>
 #include <cstdlib>
 #include <map>
 #include <mutex>
 #include <set>
+#include <string>
 #include <unordered_map>
 #include <vector>
 
@@ -39,6 +41,8 @@ struct DeviceAllocator {
   std::unordered_map<void*, BlockInfo> cached;
   std::set<int> released_pools;
   int active_pool = 0;
+  std::size_t limit = 0;  // set_per_process_memory_fraction: most bytes to reserve; 0 = no limit
+  double fraction = 1.0;
   cuda::MemoryStats stats;
 };
 
@@ -67,6 +71,15 @@ void release_cached(DeviceAllocator& a) {
 
 std::string mib(std::size_t b) { return detail::str(static_cast<double>(b) / (1 << 20), " MiB"); }
 
+bool within_limit(const DeviceAllocator& a, std::size_t size) {
+  return a.limit == 0 || (a.stats.reserved <= a.limit && size <= a.limit - a.stats.reserved);
+}
+
+/// cudaMalloc, refused as the driver would when it would take the reservation past the per-process limit.
+cudaError_t malloc_within_limit(DeviceAllocator& a, void** ptr, std::size_t size) {
+  return within_limit(a, size) ? cudaMalloc(ptr, size) : cudaErrorMemoryAllocation;
+}
+
 }  // namespace
 
 void* device_alloc(std::size_t bytes) {
@@ -83,21 +96,25 @@ void* device_alloc(std::size_t bytes) {
     blocks.erase(it);
     a.cached.erase(ptr);
   } else {
-    cudaError_t err = cudaMalloc(&ptr, size);
+    cudaError_t err = malloc_within_limit(a, &ptr, size);
     if (err == cudaErrorMemoryAllocation) {
       (void)cudaGetLastError();
       release_cached(a);  // give the cache back to the driver and try once more
-      err = cudaMalloc(&ptr, size);
+      err = malloc_within_limit(a, &ptr, size);
     }
     if (err != cudaSuccess) {
       (void)cudaGetLastError();
       std::size_t free_b = 0, total_b = 0;
       (void)cudaMemGetInfo(&free_b, &total_b);
       (void)cudaGetLastError();
+      const std::string limit =
+          within_limit(a, size) ? std::string()
+                                : detail::str("; that exceeds the per-process limit of ", a.limit, " bytes (", mib(a.limit),
+                                              ", set_per_process_memory_fraction(", a.fraction, "))");
       throw OutOfMemoryError(detail::str("CUDA out of memory on cuda:", dev, ": tried to allocate ", bytes, " bytes (",
                                          mib(bytes), "); the device has ", mib(free_b), " free of ", mib(total_b),
                                          "; minidl holds ", mib(a.stats.allocated), " in tensors and ",
-                                         mib(a.stats.reserved), " reserved (", cudaGetErrorString(err), ")"),
+                                         mib(a.stats.reserved), " reserved", limit, " (", cudaGetErrorString(err), ")"),
                              bytes, free_b, total_b);
     }
     a.stats.reserved += size;
@@ -180,6 +197,20 @@ void empty_cache() {
     std::lock_guard<std::mutex> lock(a.mutex);
     gpu::release_cached(a);
   }
+}
+
+void set_per_process_memory_fraction(double fraction, int index) {
+  MINIDL_CHECK(fraction >= 0.0 && fraction <= 1.0, ValueError,
+               "set_per_process_memory_fraction: fraction must lie in [0, 1], found ", fraction);
+  MINIDL_CHECK(index >= 0 && index < device_count(), ValueError, "set_per_process_memory_fraction: device index ",
+               index, " is out of range (", device_count(), " devices)");
+  gpu::DeviceGuard guard(index);
+  std::size_t free_b = 0, total_b = 0;
+  MINIDL_CUDA_CHECK(cudaMemGetInfo(&free_b, &total_b));
+  gpu::DeviceAllocator& a = gpu::allocator(index);
+  std::lock_guard<std::mutex> lock(a.mutex);
+  a.fraction = fraction;
+  a.limit = fraction >= 1.0 ? 0 : std::max<std::size_t>(1, static_cast<std::size_t>(fraction * static_cast<double>(total_b)));
 }
 
 void set_allocator_caching(bool enabled) {

@@ -16,18 +16,27 @@ void throw_cuda_error(cudaError_t err, const char* call, const char* file, int l
                               " at ", file, ":", line));
 }
 
+namespace {
+/// A library (cuBLAS, cuDNN) failed to allocate device memory of its own: the size it wanted is unknown, so
+/// the error names what the device had left.
+[[noreturn]] void throw_library_oom(const char* library, const char* call, const char* file, int line) {
+  std::size_t free_b = 0, total_b = 0;
+  (void)cudaMemGetInfo(&free_b, &total_b);
+  (void)cudaGetLastError();
+  throw OutOfMemoryError(detail::str(library, " could not allocate device memory in ", call, " at ", file, ":", line,
+                                     "; the device has ", free_b, " bytes free of ", total_b),
+                         0, free_b, total_b);
+}
+}  // namespace
+
 void throw_cublas_error(cublasStatus_t st, const char* call, const char* file, int line) {
-  if (st == CUBLAS_STATUS_ALLOC_FAILED) {
-    throw OutOfMemoryError(detail::str("cuBLAS could not allocate memory in ", call, " at ", file, ":", line), 0, 0, 0);
-  }
+  if (st == CUBLAS_STATUS_ALLOC_FAILED) throw_library_oom("cuBLAS", call, file, line);
   throw CudaError(detail::str("cuBLAS error ", cublasGetStatusName(st), " (", cublasGetStatusString(st), ") in ", call,
                               " at ", file, ":", line));
 }
 
 void throw_cudnn_error(cudnnStatus_t st, const char* call, const char* file, int line) {
-  if (st == CUDNN_STATUS_ALLOC_FAILED) {
-    throw OutOfMemoryError(detail::str("cuDNN could not allocate memory in ", call, " at ", file, ":", line), 0, 0, 0);
-  }
+  if (st == CUDNN_STATUS_ALLOC_FAILED) throw_library_oom("cuDNN", call, file, line);
   throw CudaError(detail::str("cuDNN error ", cudnnGetErrorString(st), " in ", call, " at ", file, ":", line));
 }
 
@@ -62,6 +71,16 @@ struct DeviceContext {
 std::mutex g_mutex;
 std::vector<DeviceContext*> g_contexts;
 
+/// device_alloc, with an out-of-memory error that says the memory was scratch for `what`.
+void* workspace_alloc(std::size_t bytes, const char* what) {
+  try {
+    return device_alloc(bytes);
+  } catch (const OutOfMemoryError& e) {
+    throw OutOfMemoryError(detail::str(e.what(), " [allocating ", what, " of ", bytes, " bytes]"), e.requested_bytes(),
+                           e.free_bytes(), e.total_bytes());
+  }
+}
+
 DeviceContext& context() {
   const int dev = current_device();
   std::lock_guard<std::mutex> lock(g_mutex);
@@ -82,10 +101,20 @@ cudaStream_t stream() { return context().stream; }
 cublasHandle_t cublas() {
   DeviceContext& c = context();
   if (!c.cublas) {
-    MINIDL_CUBLAS_CHECK(cublasCreate(&c.cublas));
-    MINIDL_CUBLAS_CHECK(cublasSetStream(c.cublas, c.stream));
-    c.cublas_workspace = device_alloc(kCublasWorkspace);
-    MINIDL_CUBLAS_CHECK(cublasSetWorkspace(c.cublas, c.cublas_workspace, kCublasWorkspace));
+    // The handle is published only once it has its workspace: after an out-of-memory here the next call
+    // starts over instead of using a handle that would allocate scratch itself (breaking graph capture).
+    if (!c.cublas_workspace) c.cublas_workspace = workspace_alloc(kCublasWorkspace, "the cuBLAS workspace");
+    cublasHandle_t h = nullptr;
+    MINIDL_CUBLAS_CHECK(cublasCreate(&h));
+    const cublasStatus_t st = [&] {
+      const cublasStatus_t s = cublasSetStream(h, c.stream);
+      return s != CUBLAS_STATUS_SUCCESS ? s : cublasSetWorkspace(h, c.cublas_workspace, kCublasWorkspace);
+    }();
+    if (st != CUBLAS_STATUS_SUCCESS) {
+      (void)cublasDestroy(h);
+      throw_cublas_error(st, "cublasSetStream/cublasSetWorkspace", __FILE__, __LINE__);
+    }
+    c.cublas = h;
   }
   return c.cublas;
 }
@@ -106,7 +135,7 @@ void* workspace(std::size_t bytes) {
     if (c.workspace) device_free(c.workspace);
     c.workspace = nullptr;
     c.workspace_bytes = 0;
-    c.workspace = device_alloc(bytes);
+    c.workspace = workspace_alloc(bytes, "the cuDNN/cuBLAS workspace");
     c.workspace_bytes = bytes;
   }
   return c.workspace;

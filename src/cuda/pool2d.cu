@@ -1,5 +1,6 @@
 #include "cuda/pool2d.h"
 
+#include <algorithm>
 #include <cstdint>
 
 #include "cuda/context.h"
@@ -11,40 +12,56 @@ namespace {
 using kernels::Pool2dParams;
 constexpr int kThreads = 256;
 
+/// The pooling geometry in the kernels' index type I: 32-bit when every index fits (the common case; 64-bit
+/// division costs several times as much as 32-bit, and the pooling kernels are mostly index arithmetic),
+/// 64-bit for tensors of 2^31 elements or more.
+template <class I> struct Geometry {
+  I H, W, P, Q, kh, kw, sh, sw, ph, pw;
+  explicit Geometry(const Pool2dParams& p)
+      : H(static_cast<I>(p.H)), W(static_cast<I>(p.W)), P(static_cast<I>(p.P)), Q(static_cast<I>(p.Q)),
+        kh(static_cast<I>(p.kh)), kw(static_cast<I>(p.kw)), sh(static_cast<I>(p.sh)), sw(static_cast<I>(p.sw)),
+        ph(static_cast<I>(p.ph)), pw(static_cast<I>(p.pw)) {}
+  /// Windows that tile the input exactly (stride = kernel, no padding, nothing left over): every input element
+  /// lies in exactly one window.
+  bool tiles() const { return sh == kh && sw == kw && ph == 0 && pw == 0 && P * kh == H && Q * kw == W; }
+};
+
+#define POOL_GRID_STRIDE(i, n) \
+  for (I i = blockIdx.x * static_cast<I>(blockDim.x) + threadIdx.x; i < (n); i += static_cast<I>(blockDim.x) * gridDim.x)
+
 /// Output rows (or columns) whose window covers input row `pos` (padded coordinate pos + pad): the half-open
 /// range [begin, end) of o with o * stride <= pos + pad < o * stride + kernel, clipped to [0, out).
-struct Cover {
-  std::int64_t begin, end;
+template <class I> struct Cover {
+  I begin, end;
 };
-__device__ Cover covering(std::int64_t pos, std::int64_t pad, std::int64_t kernel, std::int64_t stride,
-                          std::int64_t out) {
-  const std::int64_t padded = pos + pad;
-  const std::int64_t begin = padded < kernel ? 0 : (padded - kernel) / stride + 1;
-  const std::int64_t end = min(padded / stride + 1, out);
+
+template <class I> __device__ Cover<I> covering(I pos, I pad, I kernel, I stride, I out) {
+  const I padded = pos + pad;
+  const I begin = padded < kernel ? 0 : (padded - kernel) / stride + 1;
+  const I end = min(padded / stride + 1, out);
   return {begin, end};
 }
 
-template <class T>
-__global__ void max_pool_forward_kernel(Pool2dParams p, const T* __restrict__ x, T* __restrict__ y,
-                                        std::int64_t* __restrict__ indices, std::int64_t total) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
-    const std::int64_t q = i % p.Q, row = (i / p.Q) % p.P, plane = i / (p.Q * p.P);
-    const T* xp = x + plane * p.H * p.W;
+template <class T, class I>
+__global__ void max_pool_forward_kernel(Geometry<I> g, const T* __restrict__ x, T* __restrict__ y,
+                                        std::int64_t* __restrict__ indices, I total) {
+  POOL_GRID_STRIDE(i, total) {
+    const I q = i % g.Q, row = (i / g.Q) % g.P, plane = i / (g.Q * g.P);
+    const T* xp = x + static_cast<std::int64_t>(plane) * g.H * g.W;
     // Pool2dParams::finalize() bounds the padding by half the kernel, so every window holds an input element.
-    const std::int64_t h0 = row * p.sh - p.ph, w0 = q * p.sw - p.pw;
-    const std::int64_t h_begin = max(h0, std::int64_t{0}), h_end = min(h0 + p.kh, p.H);
-    const std::int64_t w_begin = max(w0, std::int64_t{0}), w_end = min(w0 + p.kw, p.W);
-    std::int64_t arg = h_begin * p.W + w_begin;
+    const I h0 = row * g.sh - g.ph, w0 = q * g.sw - g.pw;
+    const I h_begin = max(h0, I{0}), h_end = min(h0 + g.kh, g.H);
+    const I w_begin = max(w0, I{0}), w_end = min(w0 + g.kw, g.W);
+    I arg = h_begin * g.W + w_begin;
     T best = xp[arg];
-    for (std::int64_t h = h_begin; h < h_end; ++h) {
-      for (std::int64_t w = w_begin; w < w_end; ++w) {
-        const T v = xp[h * p.W + w];
+    for (I h = h_begin; h < h_end; ++h) {
+      for (I w = w_begin; w < w_end; ++w) {
+        const T v = xp[h * g.W + w];
         // Strict > keeps the first maximum; every NaN replaces the best so far, so NaN propagates and the
         // last one wins (PyTorch's CPU rule, as in src/cpu).
         if (v > best || isnan(v)) {
           best = v;
-          arg = h * p.W + w;
+          arg = h * g.W + w;
         }
       }
     }
@@ -53,19 +70,19 @@ __global__ void max_pool_forward_kernel(Pool2dParams p, const T* __restrict__ x,
   }
 }
 
-template <class T>
-__global__ void max_pool_backward_kernel(Pool2dParams p, const T* __restrict__ dy,
-                                         const std::int64_t* __restrict__ indices, T* __restrict__ dx,
-                                         std::int64_t total) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
-    const std::int64_t w = i % p.W, h = (i / p.W) % p.H, plane = i / (p.W * p.H);
-    const Cover rows = covering(h, p.ph, p.kh, p.sh, p.P), cols = covering(w, p.pw, p.kw, p.sw, p.Q);
-    const std::int64_t self = h * p.W + w, base = plane * p.P * p.Q;
+// General case: each input element gathers the gradients of the windows whose maximum it was (no atomics, so
+// the result is deterministic even where windows overlap).
+template <class T, class I>
+__global__ void max_pool_backward_kernel(Geometry<I> g, const T* __restrict__ dy,
+                                         const std::int64_t* __restrict__ indices, T* __restrict__ dx, I total) {
+  POOL_GRID_STRIDE(i, total) {
+    const I w = i % g.W, h = (i / g.W) % g.H, plane = i / (g.W * g.H);
+    const Cover<I> rows = covering(h, g.ph, g.kh, g.sh, g.P), cols = covering(w, g.pw, g.kw, g.sw, g.Q);
+    const I self = h * g.W + w, base = plane * g.P * g.Q;
     T sum = 0;
-    for (std::int64_t r = rows.begin; r < rows.end; ++r) {
-      for (std::int64_t c = cols.begin; c < cols.end; ++c) {
-        const std::int64_t o = base + r * p.Q + c;
+    for (I r = rows.begin; r < rows.end; ++r) {
+      for (I c = cols.begin; c < cols.end; ++c) {
+        const I o = base + r * g.Q + c;
         if (indices[o] == self) sum += dy[o];
       }
     }
@@ -73,39 +90,66 @@ __global__ void max_pool_backward_kernel(Pool2dParams p, const T* __restrict__ d
   }
 }
 
-template <class T>
-__global__ void avg_pool_forward_kernel(Pool2dParams p, const T* __restrict__ x, T* __restrict__ y,
-                                        std::int64_t total) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
-    const std::int64_t q = i % p.Q, row = (i / p.Q) % p.P, plane = i / (p.Q * p.P);
-    const T* xp = x + plane * p.H * p.W;
-    const std::int64_t h0 = row * p.sh - p.ph, w0 = q * p.sw - p.pw;
-    const std::int64_t h_begin = max(h0, std::int64_t{0}), h_end = min(h0 + p.kh, p.H);
-    const std::int64_t w_begin = max(w0, std::int64_t{0}), w_end = min(w0 + p.kw, p.W);
-    T sum = 0;
-    for (std::int64_t h = h_begin; h < h_end; ++h) {
-      for (std::int64_t w = w_begin; w < w_end; ++w) sum += xp[h * p.W + w];
+// Tiling windows: each output element writes its own window (the gradient at the maximum, zero elsewhere), so
+// every index and gradient is read once and no input element needs a search.
+template <class T, class I>
+__global__ void max_pool_backward_tiled_kernel(Geometry<I> g, const T* __restrict__ dy,
+                                               const std::int64_t* __restrict__ indices, T* __restrict__ dx,
+                                               I total) {
+  POOL_GRID_STRIDE(o, total) {
+    const I q = o % g.Q, row = (o / g.Q) % g.P, plane = o / (g.Q * g.P);
+    const I arg = static_cast<I>(indices[o]);
+    const T grad = dy[o];
+    T* dxp = dx + static_cast<std::int64_t>(plane) * g.H * g.W;
+    for (I h = row * g.kh; h < (row + 1) * g.kh; ++h) {
+      for (I w = q * g.kw; w < (q + 1) * g.kw; ++w) dxp[h * g.W + w] = h * g.W + w == arg ? grad : T(0);
     }
-    // With floor-mode output sizes no window reaches past the padding, so count_include_pad's divisor is
-    // always the full window.
-    y[i] = sum / static_cast<T>(p.kh * p.kw);
   }
 }
 
-template <class T>
-__global__ void avg_pool_backward_kernel(Pool2dParams p, const T* __restrict__ dy, T* __restrict__ dx,
-                                         std::int64_t total) {
-  for (std::int64_t i = blockIdx.x * static_cast<std::int64_t>(blockDim.x) + threadIdx.x; i < total;
-       i += static_cast<std::int64_t>(blockDim.x) * gridDim.x) {
-    const std::int64_t w = i % p.W, h = (i / p.W) % p.H, plane = i / (p.W * p.H);
-    const Cover rows = covering(h, p.ph, p.kh, p.sh, p.P), cols = covering(w, p.pw, p.kw, p.sw, p.Q);
-    const T* dyp = dy + plane * p.P * p.Q;
+template <class T, class I>
+__global__ void avg_pool_forward_kernel(Geometry<I> g, const T* __restrict__ x, T* __restrict__ y, I total) {
+  POOL_GRID_STRIDE(i, total) {
+    const I q = i % g.Q, row = (i / g.Q) % g.P, plane = i / (g.Q * g.P);
+    const T* xp = x + static_cast<std::int64_t>(plane) * g.H * g.W;
+    const I h0 = row * g.sh - g.ph, w0 = q * g.sw - g.pw;
+    const I h_begin = max(h0, I{0}), h_end = min(h0 + g.kh, g.H);
+    const I w_begin = max(w0, I{0}), w_end = min(w0 + g.kw, g.W);
     T sum = 0;
-    for (std::int64_t r = rows.begin; r < rows.end; ++r) {
-      for (std::int64_t c = cols.begin; c < cols.end; ++c) sum += dyp[r * p.Q + c];
+    for (I h = h_begin; h < h_end; ++h) {
+      for (I w = w_begin; w < w_end; ++w) sum += xp[h * g.W + w];
     }
-    dx[i] = sum / static_cast<T>(p.kh * p.kw);
+    // With floor-mode output sizes no window reaches past the padding, so count_include_pad's divisor is
+    // always the full window.
+    y[i] = sum / static_cast<T>(g.kh * g.kw);
+  }
+}
+
+template <class T, class I>
+__global__ void avg_pool_backward_kernel(Geometry<I> g, const T* __restrict__ dy, T* __restrict__ dx, I total) {
+  POOL_GRID_STRIDE(i, total) {
+    const I w = i % g.W, h = (i / g.W) % g.H, plane = i / (g.W * g.H);
+    const Cover<I> rows = covering(h, g.ph, g.kh, g.sh, g.P), cols = covering(w, g.pw, g.kw, g.sw, g.Q);
+    const T* dyp = dy + static_cast<std::int64_t>(plane) * g.P * g.Q;
+    T sum = 0;
+    for (I r = rows.begin; r < rows.end; ++r) {
+      for (I c = cols.begin; c < cols.end; ++c) sum += dyp[r * g.Q + c];
+    }
+    dx[i] = sum / static_cast<T>(g.kh * g.kw);
+  }
+}
+
+#undef POOL_GRID_STRIDE
+
+/// Runs `launch(geometry, total)` with 32-bit indices when the input, the output and the grid-stride loop's
+/// last step all stay below 2^31, else with 64-bit ones.
+template <class Launch> void with_index_type(const Pool2dParams& p, std::int64_t total, Launch launch) {
+  const std::int64_t largest = std::max({p.N * p.C * p.H * p.W, p.N * p.C * p.P * p.Q, total});
+  const std::int64_t step = static_cast<std::int64_t>(blocks_for(total, kThreads)) * kThreads;
+  if (largest + step < (std::int64_t{1} << 31)) {
+    launch(Geometry<std::int32_t>(p), static_cast<std::int32_t>(total));
+  } else {
+    launch(Geometry<std::int64_t>(p), total);
   }
 }
 
@@ -133,7 +177,9 @@ void max_pool2d_forward(const Pool2dParams& p, const T* x, T* y, std::int64_t* i
   check_params(p, "max_pool2d forward");
   check_pointers(x && y, "max_pool2d forward");
   const std::int64_t n = output_size(p);
-  max_pool_forward_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream()>>>(p, x, y, indices, n);
+  with_index_type(p, n, [&](auto g, auto total) {
+    max_pool_forward_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream()>>>(g, x, y, indices, total);
+  });
   MINIDL_CUDA_KERNEL_CHECK();
 }
 
@@ -142,7 +188,15 @@ void max_pool2d_backward(const Pool2dParams& p, const T* dy, const std::int64_t*
   check_params(p, "max_pool2d backward");
   check_pointers(dy && indices && dx, "max_pool2d backward");
   const std::int64_t n = input_size(p);
-  max_pool_backward_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream()>>>(p, dy, indices, dx, n);
+  with_index_type(p, n, [&](auto g, auto total) {
+    if (g.tiles()) {
+      const std::int64_t outputs = output_size(p);
+      max_pool_backward_tiled_kernel<T><<<blocks_for(outputs, kThreads), kThreads, 0, stream()>>>(
+          g, dy, indices, dx, static_cast<decltype(total)>(outputs));
+    } else {
+      max_pool_backward_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream()>>>(g, dy, indices, dx, total);
+    }
+  });
   MINIDL_CUDA_KERNEL_CHECK();
 }
 
@@ -151,7 +205,9 @@ void avg_pool2d_forward(const Pool2dParams& p, const T* x, T* y) {
   check_params(p, "avg_pool2d forward");
   check_pointers(x && y, "avg_pool2d forward");
   const std::int64_t n = output_size(p);
-  avg_pool_forward_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream()>>>(p, x, y, n);
+  with_index_type(p, n, [&](auto g, auto total) {
+    avg_pool_forward_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream()>>>(g, x, y, total);
+  });
   MINIDL_CUDA_KERNEL_CHECK();
 }
 
@@ -160,7 +216,9 @@ void avg_pool2d_backward(const Pool2dParams& p, const T* dy, T* dx) {
   check_params(p, "avg_pool2d backward");
   check_pointers(dy && dx, "avg_pool2d backward");
   const std::int64_t n = input_size(p);
-  avg_pool_backward_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream()>>>(p, dy, dx, n);
+  with_index_type(p, n, [&](auto g, auto total) {
+    avg_pool_backward_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream()>>>(g, dy, dx, total);
+  });
   MINIDL_CUDA_KERNEL_CHECK();
 }
 

@@ -1,0 +1,255 @@
+// Google Benchmark microbenchmarks of the GPU kernels the example CNN's training step runs, each pass alone, at
+// batch 64 and 256 (shapes in op_cases.h): the convolutions (cuDNN) and linear GEMMs (cuBLAS) forward,
+// backward-input and backward-weight with TF32 off and on, and the memory-bound 2x2 max-pool and ReLUs
+// (own kernels). conv1's input gradient is left out: the training step never computes it (the image needs none).
+//
+// Timing: the first call of a pass runs eagerly (cuDNN's algorithm search and workspace allocation happen
+// there), then kCallsPerSample calls are captured into one CUDA graph, as the training step runs them. Every
+// benchmark iteration replays that graph between two CUDA events and reports the mean time per call (manual
+// time); another replay queued just before keeps the GPU busy, so the events bracket device time rather than
+// the host's launch. With --launch=eager the calls are launched directly instead, and the time includes
+// whatever launch overhead the GPU waits for.
+//
+// Counters per call: FLOPS and bytes (rates over the device time; bytes are the least traffic, every operand
+// read or written once, so repeated calls whose operands stay in the 50 MB L2 can exceed the HBM rate), floor%
+// (the floor time over the measured time) and kernels (graph nodes per call). The floor of a pass is the larger
+// of its FLOPs at the arithmetic peak and its bytes at the HBM bandwidth; the peaks are the H200's: fp32 67
+// TFLOP/s (TF32 off), TF32 tensor cores 495 TFLOP/s dense (TF32 on), HBM 4.3 TB/s (measured; 4.8 nominal).
+// The label names the floor and what sets it. "tf32:1" allows TF32 in both cuDNN and cuBLAS
+// (cuda::set_allow_tf32(true, true)); PyTorch's default is convolutions only.
+//
+//   build/bench/bench_ops_gpu [--launch=graph|eager] [--benchmark_filter=conv2] [--benchmark_format=json]
+//
+// Without a usable GPU it prints why and exits with status 0.
+#include <benchmark/benchmark.h>
+#include <minidl/minidl.h>
+
+#include <algorithm>
+#include <cstring>
+#include <exception>
+#include <iostream>
+#include <sstream>
+#include <string>
+
+#include "cuda/context.h"
+#include "cuda/conv2d.h"
+#include "cuda/pool2d.h"
+#include "kernels/backend.h"
+#include "op_cases.h"
+
+namespace {
+
+using minidl::bench::Cost;
+using minidl::bench::Pass;
+namespace gpu = minidl::gpu;
+
+const minidl::bench::Backend kGpu{&gpu::conv2d_forward<float>,       &gpu::conv2d_backward_input<float>,
+                                  &gpu::conv2d_backward_weight<float>, &gpu::matmul,
+                                  &gpu::max_pool2d_forward<float>,    &gpu::max_pool2d_backward<float>};
+
+/// A limit of the H200 that a pass's floor time is computed against.
+struct Peak {
+  double per_second;  // FLOP/s or bytes/s
+  const char* name;
+};
+constexpr Peak kFp32{67e12, "fp32 67 TFLOP/s"}, kTf32{495e12, "TF32 495 TFLOP/s"}, kHbm{4.3e12, "HBM 4.3 TB/s"};
+constexpr int kCallsPerSample = 20;  // between two events: their resolution (0.5 us) is small against the sample
+constexpr int kSamples = 100;        // benchmark iterations, fixed: each is kCallsPerSample calls
+
+enum class Launch { Graph, Eager };
+Launch g_launch = Launch::Graph;
+
+const minidl::Device kDevice(minidl::kCUDA, 0);
+
+class Event {
+ public:
+  Event() { MINIDL_CUDA_CHECK(cudaEventCreate(&event_)); }
+  ~Event() { cudaEventDestroy(event_); }
+  Event(const Event&) = delete;
+  Event& operator=(const Event&) = delete;
+  void record() { MINIDL_CUDA_CHECK(cudaEventRecord(event_, gpu::stream())); }
+  /// Seconds from `start` to this event, waiting for this one.
+  double seconds_since(const Event& start) const {
+    MINIDL_CUDA_CHECK(cudaEventSynchronize(event_));
+    float ms = 0;
+    MINIDL_CUDA_CHECK(cudaEventElapsedTime(&ms, start.event_, event_));
+    return ms * 1e-3;
+  }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+/// Times `call` (one pass, queued on gpu::stream()) as described at the top, and sets the counters from its
+/// cost; `arithmetic` is the peak of the math mode in use.
+template <class Call>
+void time_on_device(benchmark::State& state, const Cost& cost, const Peak& arithmetic, Call call) {
+  call();
+  minidl::cuda::CUDAGraph graph;
+  if (g_launch == Launch::Graph) {
+    graph.capture_begin();
+    for (int i = 0; i < kCallsPerSample; ++i) call();
+    graph.capture_end();
+  }
+  const auto sample = [&] {
+    if (g_launch == Launch::Graph) {
+      graph.replay();
+    } else {
+      for (int i = 0; i < kCallsPerSample; ++i) call();
+    }
+  };
+  Event start, stop;
+  double total = 0;
+  for (auto _ : state) {
+    sample();
+    start.record();
+    sample();
+    stop.record();
+    const double per_call = stop.seconds_since(start) / kCallsPerSample;
+    state.SetIterationTime(per_call);
+    total += per_call;
+  }
+  const double iterations = static_cast<double>(state.iterations());
+  if (cost.flops > 0) {
+    state.counters["FLOPS"] = benchmark::Counter(cost.flops * iterations, benchmark::Counter::kIsRate,
+                                                 benchmark::Counter::kIs1000);
+  }
+  state.counters["bytes"] =
+      benchmark::Counter(cost.bytes * iterations, benchmark::Counter::kIsRate, benchmark::Counter::kIs1000);
+  const double compute_floor = cost.flops / arithmetic.per_second, memory_floor = cost.bytes / kHbm.per_second;
+  const double floor = std::max(compute_floor, memory_floor);
+  state.counters["floor%"] = 100 * floor / (total / iterations);
+  if (g_launch == Launch::Graph) {
+    state.counters["kernels"] = static_cast<double>(graph.num_nodes()) / kCallsPerSample;
+  }
+  std::ostringstream label;
+  label.precision(3);
+  label << "floor " << floor * 1e6 << " us: " << (compute_floor >= memory_floor ? arithmetic.name : kHbm.name);
+  state.SetLabel(label.str());
+}
+
+/// Runs `body`, turning a library error into a skipped benchmark with its message instead of ending the run.
+template <class Body>
+void guarded(benchmark::State& state, Body body) {
+  try {
+    body();
+  } catch (const std::exception& e) {
+    state.SkipWithError(e.what());
+  }
+}
+
+/// state.range(0) is the batch, state.range(1) whether TF32 is allowed.
+template <class Case, class Shape>
+void BM_layer(benchmark::State& state, Shape (*shape)(std::int64_t), Pass pass) {
+  guarded(state, [&] {
+    const bool tf32 = state.range(1) != 0;
+    minidl::cuda::set_allow_tf32(tf32, tf32);
+    minidl::manual_seed(0);
+    Case c(shape(state.range(0)), kDevice);
+    time_on_device(state, c.cost(), tf32 ? kTf32 : kFp32, [&] { c.run(kGpu, pass); });
+  });
+}
+
+void BM_max_pool(benchmark::State& state, Pass pass) {
+  guarded(state, [&] {
+    minidl::manual_seed(0);
+    minidl::bench::MaxPoolCase c(minidl::bench::pool(state.range(0)), kDevice, kGpu);
+    time_on_device(state, c.cost(), kFp32, [&] { c.run(kGpu, pass); });
+  });
+}
+
+/// The ReLU after a convolution, on its output: forward y = max(x, 0), backward dx = dy where x > 0.
+void BM_relu(benchmark::State& state, minidl::kernels::Conv2dParams (*conv)(std::int64_t), Pass pass) {
+  guarded(state, [&] {
+    const minidl::kernels::Conv2dParams p = conv(state.range(0));
+    minidl::manual_seed(0);
+    const minidl::Tensor x = minidl::randn({p.N, p.K, p.P, p.Q}, kDevice), dy = minidl::randn(x.sizes(), kDevice);
+    minidl::Tensor out = minidl::empty_like(x);
+    const double n = static_cast<double>(x.numel());
+    const bool forward = pass == Pass::Forward;
+    time_on_device(state, Cost{0, (forward ? 8 : 12) * n}, kFp32, [&] {
+      if (forward) {
+        gpu::unary(minidl::kernels::UnaryOp::Relu, 0.0, x, out);
+      } else {
+        gpu::binary(minidl::kernels::BinaryOp::ReluGrad, 0.0, dy, x, out);
+      }
+    });
+  });
+}
+
+void compute_args(benchmark::internal::Benchmark* b) {
+  b->ArgNames({"batch", "tf32"})->ArgsProduct({{64, 256}, {0, 1}});
+  b->UseManualTime()->Iterations(kSamples)->Unit(benchmark::kMicrosecond);
+}
+
+void memory_args(benchmark::internal::Benchmark* b) {
+  b->ArgName("batch")->Arg(64)->Arg(256);
+  b->UseManualTime()->Iterations(kSamples)->Unit(benchmark::kMicrosecond);
+}
+
+/// Takes --launch=graph|eager out of argv (Google Benchmark rejects flags it does not know); false on a bad value.
+bool parse_launch(int& argc, char** argv) {
+  const char* prefix = "--launch=";
+  int kept = 0;
+  bool ok = true;
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0 && std::strncmp(argv[i], prefix, std::strlen(prefix)) == 0) {
+      const std::string value = argv[i] + std::strlen(prefix);
+      if (value == "graph" || value == "eager") {
+        g_launch = value == "graph" ? Launch::Graph : Launch::Eager;
+      } else {
+        std::cerr << "bench_ops_gpu: --launch must be graph or eager, found '" << value << "'\n";
+        ok = false;
+      }
+    } else {
+      argv[kept++] = argv[i];
+    }
+  }
+  argc = kept;
+  return ok;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (!parse_launch(argc, argv)) return 1;
+  if (!minidl::cuda::is_available()) {
+    const std::string why = minidl::cuda::versions().error;
+    std::cout << "bench_ops_gpu: skipped, no usable CUDA device" << (why.empty() ? "" : ": " + why) << "\n";
+    return 0;
+  }
+  using minidl::bench::conv1;
+  using minidl::bench::conv2;
+  const auto conv = BM_layer<minidl::bench::ConvCase, minidl::kernels::Conv2dParams>;
+  const auto linear = BM_layer<minidl::bench::LinearCase, minidl::bench::LinearShape>;
+  benchmark::RegisterBenchmark("conv1/forward", conv, conv1, Pass::Forward)->Apply(compute_args);
+  benchmark::RegisterBenchmark("conv1/backward_weight", conv, conv1, Pass::BackwardWeight)->Apply(compute_args);
+  for (Pass pass : {Pass::Forward, Pass::BackwardInput, Pass::BackwardWeight}) {
+    const std::string name = pass == Pass::Forward         ? "/forward"
+                             : pass == Pass::BackwardInput ? "/backward_input"
+                                                           : "/backward_weight";
+    benchmark::RegisterBenchmark(("conv2" + name).c_str(), conv, conv2, pass)->Apply(compute_args);
+    benchmark::RegisterBenchmark(("fc1" + name).c_str(), linear, minidl::bench::fc1, pass)->Apply(compute_args);
+    benchmark::RegisterBenchmark(("fc2" + name).c_str(), linear, minidl::bench::fc2, pass)->Apply(compute_args);
+  }
+  benchmark::RegisterBenchmark("max_pool/forward", BM_max_pool, Pass::Forward)->Apply(memory_args);
+  benchmark::RegisterBenchmark("max_pool/backward", BM_max_pool, Pass::BackwardInput)->Apply(memory_args);
+  benchmark::RegisterBenchmark("relu1/forward", BM_relu, conv1, Pass::Forward)->Apply(memory_args);
+  benchmark::RegisterBenchmark("relu1/backward", BM_relu, conv1, Pass::BackwardInput)->Apply(memory_args);
+  benchmark::RegisterBenchmark("relu2/forward", BM_relu, conv2, Pass::Forward)->Apply(memory_args);
+  benchmark::RegisterBenchmark("relu2/backward", BM_relu, conv2, Pass::BackwardInput)->Apply(memory_args);
+
+  const minidl::cuda::VersionInfo v = minidl::cuda::versions();
+  benchmark::AddCustomContext("device", minidl::cuda::device_name(0));
+  benchmark::AddCustomContext("cuda_runtime", minidl::cuda::format_cuda_version(v.runtime));
+  benchmark::AddCustomContext("cudnn", minidl::cuda::format_cudnn_version(v.cudnn));
+  benchmark::AddCustomContext("launch", std::string(g_launch == Launch::Graph ? "one CUDA graph of " : "eager, ") +
+                                            std::to_string(kCallsPerSample) + " calls per sample");
+  benchmark::AddCustomContext("floors", std::string(kFp32.name) + ", " + kTf32.name + " (dense), " + kHbm.name +
+                                            " (H200 peaks, used on any GPU)");
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

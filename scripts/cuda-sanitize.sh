@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# Runs the GPU tests under compute-sanitizer: memcheck (with --leak-check full), racecheck, initcheck and
+# synccheck, with the caching allocator bypassed (MINIDL_CUDA_NO_CACHE=1: every tensor is its own cudaMalloc, so
+# an access past a tensor's end is past an allocation's end and memcheck sees it; initcheck sees fresh memory).
+#
+# Usage: scripts/cuda-sanitize.sh BUILD_DIR OUTDIR
+#   BUILD_DIR  a CUDA build (-DMINIDL_WITH_CUDA=ON) with the tests built (BUILD_DIR/tests/test_*)
+#   OUTDIR     gets one log per tool and binary (TOOL.BINARY.log) and summary.txt
+# Prints one line per tool, "tool: N errors, M tests", and exits non-zero when a tool reported an error or a
+# test failed. Environment: COMPUTE_SANITIZER (the binary), MINIDL_SANITIZE_TOOLS (default all four),
+# MINIDL_SANITIZE_SUBSET (the gtest filter of the slower tools, see below).
+#
+# What runs:
+# - Tests are selected by name: every GPU test has Gpu, GPU or Cuda in its suite or test name.
+# - Never under any tool: LargeTensorGpu.* (2^31-element tensors: minutes under instrumentation, and
+#   initcheck/memcheck shadow memory for 30 GB), OpsGpu.OutOfMemoryIsAnException* (a real 128 TiB cudaMalloc
+#   that fails on purpose: memcheck reports every failing CUDA API call as an error) and OomGpuDeathTest.*
+#   (re-executes the binary in a child process). The other OomGpu tests stay: their out-of-memory comes from the
+#   allocator's per-process cap, no CUDA call fails, and their error paths are worth checking for leaks and bad
+#   accesses.
+# - memcheck runs every selected test. racecheck (shared-memory hazards), initcheck and synccheck are several
+#   times slower, so they run a representative subset that launches every kernel family minidl has:
+#   OpsGpu (elementwise, reductions incl. the chunked sums, softmax, losses, transpose, random),
+#   LayersGpu (cuDNN convolution and batch norm, pooling, dropout, linear), OptimGpu (multi-tensor updates),
+#   CudaGraph (captured steps) and IndexSelectGpu (gathers). Left out there: DataLoaderGpu, CheckpointGpu,
+#   GoldenMnist and the others, which only copy data or repeat those kernels.
+# - --leak-check full reports device allocations still live when a CUDA context is destroyed. The test
+#   binaries do not call cudaDeviceReset, and minidl keeps its per-device cuBLAS workspace (32 MiB) and scratch
+#   buffer for the life of the process on purpose; a leak report naming those is expected, any other is a bug.
+set -uo pipefail
+
+if [[ $# -ne 2 ]]; then
+  echo "usage: $0 BUILD_DIR OUTDIR" >&2
+  exit 2
+fi
+build=$1
+out=$2
+sanitizer=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
+tools=${MINIDL_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}
+gpu_filter='*Gpu*:*GPU*:*Cuda*:*CUDA*'
+excluded='LargeTensorGpu.*:OomGpuDeathTest.*:OpsGpu.OutOfMemoryIsAnException*'
+subset=${MINIDL_SANITIZE_SUBSET:-'OpsGpu*:LayersGpu*:OptimGpu*:CudaGraph*:IndexSelectGpu*'}
+error_exit=86  # the sanitizer's exit status when it found errors, distinct from a failing test's 1
+
+if [[ ! -x $sanitizer ]]; then
+  echo "$0: compute-sanitizer not found (set COMPUTE_SANITIZER)" >&2
+  exit 2
+fi
+shopt -s nullglob
+binaries=("$build"/tests/test_*)
+if [[ ${#binaries[@]} -eq 0 ]]; then
+  echo "$0: no test binaries in $build/tests (build the tests first)" >&2
+  exit 2
+fi
+mkdir -p "$out"
+export MINIDL_CUDA_NO_CACHE=1
+summary=$out/summary.txt
+: >"$summary"
+status=0
+
+for tool in $tools; do
+  case $tool in
+    memcheck) filter="$gpu_filter-$excluded"; extra=(--leak-check full) ;;
+    racecheck | initcheck | synccheck) filter="$subset-$excluded"; extra=() ;;
+    *) echo "$0: unknown tool $tool" >&2; exit 2 ;;
+  esac
+  errors=0 tests=0 failed_binaries=()
+  start=$SECONDS
+  for bin in "${binaries[@]}"; do
+    [[ -x $bin && -f $bin ]] || continue
+    name=$(basename "$bin")
+    # Number of selected tests in this binary (gtest lists suites unindented, tests indented).
+    n=$("$bin" --gtest_filter="$filter" --gtest_list_tests 2>/dev/null | grep -c '^  ')
+    [[ $n -gt 0 ]] || continue
+    log=$out/$tool.$name.log
+    "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode "$error_exit" --print-limit 200 \
+      "$bin" --gtest_filter="$filter" --gtest_brief=1 >"$log" 2>&1
+    rc=$?
+    found=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | awk '{s += $3} END {print s + 0}')
+    if [[ $rc -eq $error_exit && $found -eq 0 ]]; then found=1; fi  # reported, though not in a summary line
+    errors=$((errors + found))
+    tests=$((tests + n))
+    if [[ $rc -ne 0 ]]; then
+      failed_binaries+=("$name(exit $rc)")
+      status=1
+    fi
+  done
+  line="$tool: $errors errors, $tests tests ($((SECONDS - start)) s)"
+  [[ ${#failed_binaries[@]} -eq 0 ]] || line+="; failed: ${failed_binaries[*]}"
+  echo "$line" | tee -a "$summary"
+  [[ $errors -eq 0 ]] || status=1
+done
+exit $status

@@ -15,6 +15,7 @@
 #include <limits>
 #include <random>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "cuda/batch_norm.h"
@@ -218,9 +219,12 @@ struct ConvProblem {
 struct ConvTolerance {
   double rtol, atol, sum_rtol;
 };
+/// Full-precision (FMA, no TF32) convolutions. cuDNN's search may pick its FFT algorithms, whose float error
+/// grows with the whole sum's magnitude rather than the result's: 4.8e-6 of sum |x||w| was measured on the
+/// H200 (2026-11-29, backward-data of the example's conv2), so float allows 2e-5 of it; double keeps its bound.
 template <class T>
 constexpr ConvTolerance full_precision() {
-  return {Tolerance<T>::rtol, Tolerance<T>::atol, Tolerance<T>::sum_rtol};
+  return {Tolerance<T>::rtol, Tolerance<T>::atol, std::is_same<T, float>::value ? 2e-5 : Tolerance<T>::sum_rtol};
 }
 
 /// Runs the three GPU passes of `prob` and compares them with the references.

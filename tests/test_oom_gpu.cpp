@@ -6,6 +6,7 @@
 #include "test_util.h"
 
 #if MINIDL_CUDA_ENABLED
+#include <cmath>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
@@ -86,6 +87,9 @@ TEST(OomGpu, CudnnWorkspaceOutOfMemoryIsAnExceptionAndConvolutionWorksAfterwards
   cuda::reset_peak_memory_stats();
   const std::size_t before = cuda::memory_stats().allocated;
   Tensor expected = nn::functional::conv2d(x, w, Tensor(), 1, 2).cpu();
+  // The two searches may settle on different algorithms (FFT, Winograd, implicit GEMM), whose float errors
+  // scale with sum |x||w| over each window rather than with the result.
+  const Tensor magnitude = nn::functional::conv2d(abs(x), abs(w), Tensor(), 1, 2).cpu();
   const std::size_t search = cuda::memory_stats().peak_allocated - before - y_bytes;
   if (search <= 8 * kMiB) {
     GTEST_SKIP() << "cuDNN's search for this shape takes only " << search << " bytes of workspace; the test needs a "
@@ -108,7 +112,17 @@ TEST(OomGpu, CudnnWorkspaceOutOfMemoryIsAnExceptionAndConvolutionWorksAfterwards
   }
   cuda::set_per_process_memory_fraction(1.0);
   const Tensor y = nn::functional::conv2d(x, w, Tensor(), 1, 2);
-  expect_close(y, expected, 1e-4, 1e-3, "conv2d after the out-of-memory");
+  const Tensor got = y.cpu();
+  std::int64_t bad = 0;
+  for (std::int64_t i = 0; i < got.numel(); ++i) {
+    const float g = got.data_ptr<float>()[i], e = expected.data_ptr<float>()[i];
+    const float tol = 1e-5f + 2e-5f * magnitude.data_ptr<float>()[i];
+    if (!(std::abs(g - e) <= tol) && bad++ < 5) {
+      ADD_FAILURE() << "conv2d after the out-of-memory: element " << i << " is " << g << ", expected " << e
+                    << " (tolerance " << tol << ")";
+    }
+  }
+  EXPECT_EQ(bad, 0) << "of " << got.numel() << " elements";
 }
 
 TEST(OomGpu, CublasMatmulOutOfMemoryIsAnExceptionAndMatmulWorksAfterwards) {

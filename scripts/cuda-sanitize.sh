@@ -76,6 +76,12 @@ for tool in $tools; do
     "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode "$error_exit" --print-limit 200 \
       "$bin" --gtest_filter="$filter" --gtest_brief=1 >"$log" 2>&1
     rc=$?
+    if [[ $rc -ne 0 ]] && grep -q "terminated before first instrumented API call" "$log"; then
+      # The selected tests made no CUDA call (e.g. test_diagnose's fakes): nothing for the tool to check, so
+      # the binary's own result counts.
+      "$bin" --gtest_filter="$filter" --gtest_brief=1 >>"$log" 2>&1
+      rc=$?
+    fi
     found=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | awk '{s += $3} END {print s + 0}')
     if [[ $rc -eq $error_exit && $found -eq 0 ]]; then found=1; fi  # reported, though not in a summary line
     errors=$((errors + found))

@@ -105,6 +105,7 @@ TEST(CudaGraph, ReplaysDrawFreshDropoutMasks) {
 
 TEST(CudaGraph, SteadyStateReplaysAllocateNothing) {
   MINIDL_REQUIRE_GPU();
+  MINIDL_REQUIRE_CACHING_ALLOCATOR();
   SmallNet net;
   net.to(Device("cuda"));
   optim::SGD opt(net.parameters(), optim::SGDOptions(0.01).momentum(0.9));

@@ -443,6 +443,7 @@ TEST(OpsGpu, MixingDevicesIsATypeErrorNamingTheOp) {
 
 TEST(OpsGpu, MemoryStatsTrackAllocationsAndFrees) {
   MINIDL_REQUIRE_GPU();
+  MINIDL_REQUIRE_CACHING_ALLOCATOR();
   cuda::synchronize();
   const cuda::MemoryStats base = cuda::memory_stats();
   cuda::reset_peak_memory_stats();
@@ -480,6 +481,7 @@ TEST(OpsGpu, MemoryStatsTrackAllocationsAndFrees) {
 
 TEST(OpsGpu, SteadyStateTrainingLoopMakesNoCudaMalloc) {
   MINIDL_REQUIRE_GPU();
+  MINIDL_REQUIRE_CACHING_ALLOCATOR();
   const TensorOptions o = TensorOptions(kFloat32).device(kGpu);
   const Tensor x = uniform({17, 33}, -1.0, 1.0, o);
   Tensor w1 = uniform({33, 65}, -0.2, 0.2, o).requires_grad_(), b1 = zeros({65}, o).requires_grad_();

@@ -51,3 +51,12 @@ inline bool gpu_available() { return cuda::is_available(); }
                    << "); GPU tests run on a machine with a GPU";                                   \
     }                                                                                               \
   } while (0)
+
+/// Skips a test that counts cudaMalloc calls when the caching allocator is off (MINIDL_CUDA_NO_CACHE=1, as in
+/// compute-sanitizer runs), where every allocation is one by design.
+#define MINIDL_REQUIRE_CACHING_ALLOCATOR()                                                           \
+  do {                                                                                              \
+    if (!::minidl::cuda::allocator_caching()) {                                                     \
+      GTEST_SKIP() << "the caching allocator is off (MINIDL_CUDA_NO_CACHE=1): every allocation is a cudaMalloc"; \
+    }                                                                                               \
+  } while (0)

@@ -65,6 +65,8 @@ void set_per_process_memory_fraction(double fraction, int index = 0);
 /// When true every allocation goes straight to cudaMalloc/cudaFree (for compute-sanitizer runs);
 /// also set by the environment variable MINIDL_CUDA_NO_CACHE=1.
 void set_allocator_caching(bool enabled);
+/// Whether the caching allocator is on (false under MINIDL_CUDA_NO_CACHE=1 or after set_allocator_caching(false)).
+bool allocator_caching();
 
 /// TF32 for cuDNN convolutions and cuBLAS matmuls (PyTorch's default: on for convolutions, off for matmul).
 void set_allow_tf32(bool conv, bool matmul);

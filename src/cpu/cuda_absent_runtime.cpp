@@ -12,6 +12,7 @@ void reset_peak_memory_stats(int) { detail::throw_cuda_not_built(); }
 void empty_cache() {}
 void set_per_process_memory_fraction(double, int) { detail::throw_cuda_not_built(); }
 void set_allocator_caching(bool) {}
+bool allocator_caching() { return false; }
 
 struct CUDAGraph::Impl {};
 CUDAGraph::CUDAGraph() : impl_(nullptr) {}

@@ -137,7 +137,10 @@ void device_free(void* ptr) {
   BlockInfo info = it->second;
   a.live.erase(it);
   a.stats.allocated -= info.stat;
-  if (!g_caching) {
+  // Without caching a block goes straight back to the driver, except one of a graph's private pool: the
+  // captured graph still reads and writes it on every replay, so it is parked until the pool is released.
+  const bool graph_owned = info.pool != 0 && !a.released_pools.count(info.pool);
+  if (!g_caching && !graph_owned) {
     (void)cudaFree(ptr);
     a.stats.reserved -= info.size;
     ++a.stats.num_device_frees;
@@ -166,9 +169,19 @@ void release_private_pool(int id) {
   std::lock_guard<std::mutex> lock(a.mutex);
   a.released_pools.insert(id);
   auto& src = a.free_blocks[id];
-  for (auto& [size, ptr] : src) {
-    a.free_blocks[0].emplace(size, ptr);
-    a.cached[ptr].pool = 0;
+  if (g_caching) {
+    for (auto& [size, ptr] : src) {
+      a.free_blocks[0].emplace(size, ptr);
+      a.cached[ptr].pool = 0;
+    }
+  } else if (!src.empty()) {  // blocks parked by device_free: the graph is gone, so they go to the driver
+    MINIDL_CUDA_CHECK(cudaDeviceSynchronize());  // a replay may still be running on them
+    for (auto& [size, ptr] : src) {
+      MINIDL_CUDA_CHECK(cudaFree(ptr));
+      a.cached.erase(ptr);
+      a.stats.reserved -= size;
+      ++a.stats.num_device_frees;
+    }
   }
   src.clear();
 }
@@ -212,6 +225,8 @@ void set_per_process_memory_fraction(double fraction, int index) {
   a.fraction = fraction;
   a.limit = fraction >= 1.0 ? 0 : std::max<std::size_t>(1, static_cast<std::size_t>(fraction * static_cast<double>(total_b)));
 }
+
+bool allocator_caching() { return gpu::g_caching; }
 
 void set_allocator_caching(bool enabled) {
   if (!enabled) empty_cache();

@@ -1,11 +1,13 @@
 // Per-device CUDA state: the library's stream and the cuBLAS/cuDNN handles bound to it, error translation,
 // and the workspace buffer shared by cuDNN and cuBLAS calls.
+#include <cstdlib>
 #include <mutex>
 #include <string>
 #include <vector>
 
 #include "cuda/allocator.h"
 #include "cuda/context.h"
+#include "minidl/cuda.h"
 
 namespace minidl {
 namespace gpu {
@@ -81,15 +83,39 @@ void* workspace_alloc(std::size_t bytes, const char* what) {
   }
 }
 
+/// Releases every device's handles, workspaces and stream, when the caching allocator is off (the setting of
+/// compute-sanitizer runs: MINIDL_CUDA_NO_CACHE=1), so that its leak check at exit reports only memory that
+/// something really lost. Normal runs leave it all to the driver: the handles must outlive static tensors.
+void release_contexts_at_exit() {
+  if (cuda::allocator_caching()) return;
+  std::lock_guard<std::mutex> lock(g_mutex);
+  for (std::size_t dev = 0; dev < g_contexts.size(); ++dev) {
+    DeviceContext* c = g_contexts[dev];
+    if (!c) continue;
+    DeviceGuard guard(static_cast<int>(dev));
+    (void)cudaStreamSynchronize(c->stream);
+    if (c->cudnn) (void)cudnnDestroy(c->cudnn);
+    if (c->cublas) (void)cublasDestroy(c->cublas);
+    device_free(c->cublas_workspace);
+    device_free(c->workspace);
+    (void)cudaStreamDestroy(c->stream);
+    delete c;
+    g_contexts[dev] = nullptr;
+  }
+}
+
 DeviceContext& context() {
   const int dev = current_device();
   std::lock_guard<std::mutex> lock(g_mutex);
   if (static_cast<int>(g_contexts.size()) <= dev) g_contexts.resize(static_cast<std::size_t>(dev) + 1, nullptr);
   if (!g_contexts[static_cast<std::size_t>(dev)]) {
-    // Deliberately never destroyed: handles must outlive static tensors, and the driver reclaims all at exit.
+    // Not destroyed in normal runs (see release_contexts_at_exit): handles must outlive static tensors.
     auto* c = new DeviceContext();
     MINIDL_CUDA_CHECK(cudaStreamCreateWithFlags(&c->stream, cudaStreamNonBlocking));
     g_contexts[static_cast<std::size_t>(dev)] = c;
+    // Registered after the CUDA runtime initialised itself, so it runs before the runtime's own teardown.
+    static const bool registered = (std::atexit(release_contexts_at_exit), true);
+    (void)registered;
   }
   return *g_contexts[static_cast<std::size_t>(dev)];
 }

@@ -138,6 +138,30 @@ TYPED_TEST(CpuGemm, ParallelSplitMatchesReference) {
   minidl::set_num_threads(threads);
 }
 
+// With more threads than blocks along the longer side, C is cut along both sides (fc1's 64 x 128 product on
+// 16 threads); every element is summed in the same order however C is cut, so the result is bitwise the same
+// for every thread count.
+TYPED_TEST(CpuGemm, ParallelSplitIsExactForEveryThreadCount) {
+  std::mt19937 rng(9);
+  const int threads = minidl::get_num_threads();
+  minidl::set_num_threads(16);
+  for (const Case& c : {Case{64, 128, 9216}, Case{130, 70, 300}, Case{40, 200, 500}}) {
+    run_case<TypeParam>(c, Layout::RowMajor, Layout::ColMajor, false, false, true, minidl::cpu::active_isa(), rng);
+    run_case<TypeParam>(c, Layout::ColMajor, Layout::RowTable, true, true, true, minidl::cpu::active_isa(), rng);
+    const Operand<TypeParam> a(c.m, c.k, Layout::RowMajor, rng), b(c.k, c.n, Layout::ColMajor, rng);
+    std::vector<TypeParam> one(static_cast<std::size_t>(c.m * c.n)), many(one.size());
+    minidl::cpu::gemm<TypeParam>({c.m, c.n, c.k, a.view, b.view, {one.data(), c.n, 1}, false});
+    for (int t : {2, 3, 5, 16}) {
+      minidl::set_num_threads(t);
+      std::fill(many.begin(), many.end(), TypeParam(7));
+      minidl::cpu::gemm_parallel<TypeParam>({c.m, c.n, c.k, a.view, b.view, {many.data(), c.n, 1}, false});
+      EXPECT_EQ(many, one) << "m=" << c.m << " n=" << c.n << " k=" << c.k << " threads=" << t;
+    }
+    minidl::set_num_threads(16);
+  }
+  minidl::set_num_threads(threads);
+}
+
 TEST(CpuGemm, DegenerateSizes) {
   std::vector<float> a(6, 1.0f), b(6, 1.0f), c(6, 5.0f);
   // k == 0: C = 0, or C unchanged when accumulating.

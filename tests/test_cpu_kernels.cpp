@@ -15,6 +15,7 @@
 #include "cpu/conv2d.h"
 #include "cpu/pool2d.h"
 #include "minidl/errors.h"
+#include "minidl/threads.h"
 #include "reference_kernels.h"
 
 namespace minidl {
@@ -96,6 +97,7 @@ std::vector<ConvCase> conv_cases() {
   add({"batch5_groups2_stride2_dilation2", 5, 4, 9, 8, 4, 3, 3, 2, 2, 2, 2, 2, 2, 2});
   add({"mnist_conv1", 2, 1, 28, 28, 32, 3, 3});
   add({"mnist_conv2", 2, 32, 26, 26, 64, 3, 3});
+  add({"batch19_pad1", 19, 3, 6, 5, 4, 3, 3, 1, 1, 1, 1});
   return cases;
 }
 
@@ -141,6 +143,31 @@ TYPED_TEST(CpuKernels, Conv2dMatchesReference) {
     cpu::conv2d_backward_weight(p, x.data(), dy.data(), dw2.data(), c.bias ? db2.data() : nullptr);
     EXPECT_EQ(dw2, dw);
   }
+}
+
+// The weight gradient sums the batch in one chunk per thread and adds the chunks up over the pool: correct for
+// every thread count, including more threads than images.
+TYPED_TEST(CpuKernels, Conv2dBackwardWeightOnAnyThreadCount) {
+  using T = TypeParam;
+  std::mt19937 rng(3);
+  const int threads = get_num_threads();
+  for (const ConvCase& c : {ConvCase{"batch19_pad1", 19, 3, 6, 5, 4, 3, 3, 1, 1, 1, 1},
+                            ConvCase{"batch5_groups2_stride2", 5, 4, 9, 8, 4, 3, 3, 2, 2, 1, 1, 1, 1, 2}}) {
+    const kernels::Conv2dParams p = conv_params(c);
+    const std::int64_t xs = p.N * p.C * p.H * p.W, ws = p.K * (p.C / p.groups) * p.R * p.S, ys = p.N * p.K * p.P * p.Q;
+    const auto x = uniform<T>(xs, rng), dy = uniform<T>(ys, rng);
+    auto dw_ref = nans<T>(ws), db_ref = nans<T>(p.K);
+    ref::conv2d_backward_weight(p, x.data(), dy.data(), dw_ref.data(), db_ref.data());
+    for (int t : {1, 3, 16}) {
+      SCOPED_TRACE(std::string(c.name) + " threads=" + std::to_string(t));
+      set_num_threads(t);
+      auto dw = nans<T>(ws), db = nans<T>(p.K);
+      cpu::conv2d_backward_weight(p, x.data(), dy.data(), dw.data(), db.data());
+      expect_all_close(dw, dw_ref, "dw");
+      expect_all_close(db, db_ref, "dbias");
+    }
+  }
+  set_num_threads(threads);
 }
 
 TEST(CpuConv2d, RejectsInvalidParams) {
@@ -219,6 +246,36 @@ TYPED_TEST(CpuKernels, MaxPool2dPropagatesNaN) {
   cpu::max_pool2d_forward(p, x.data(), &y, &idx);
   EXPECT_TRUE(std::isnan(y));
   EXPECT_EQ(idx, 1);
+}
+
+// NaNs and infinities anywhere in 2x2 windows (the vectorised path takes rows of 8 windows at a time, then the
+// rest one by one): NaN wins, the last NaN of a window is the one recorded, -inf ties keep the first element.
+TYPED_TEST(CpuKernels, MaxPool2dNaNAndInfinitiesInEveryLane) {
+  using T = TypeParam;
+  kernels::Pool2dParams p;
+  p.N = 2, p.C = 3, p.H = 8, p.W = 21, p.kh = 2, p.kw = 2, p.sh = 2, p.sw = 2;
+  p.finalize("test pool");
+  const std::int64_t xs = p.N * p.C * p.H * p.W, ys = p.N * p.C * p.P * p.Q;
+  std::mt19937 rng(5);
+  auto x = uniform<T>(xs, rng, -2.5, 2.5);
+  const T specials[] = {std::numeric_limits<T>::quiet_NaN(), -std::numeric_limits<T>::infinity(),
+                        std::numeric_limits<T>::infinity()};
+  for (T& v : x) {
+    const unsigned r = rng() % 8;
+    if (r < 3) v = specials[r];
+  }
+  auto y = nans<T>(ys), y_ref = nans<T>(ys);
+  std::vector<std::int64_t> idx(static_cast<std::size_t>(ys), -7), idx_ref(static_cast<std::size_t>(ys), -7);
+  cpu::max_pool2d_forward(p, x.data(), y.data(), idx.data());
+  ref::max_pool2d_forward(p, x.data(), y_ref.data(), idx_ref.data());
+  EXPECT_EQ(idx, idx_ref);
+  for (std::int64_t o = 0; o < ys; ++o) {
+    if (std::isnan(y_ref[o])) {
+      EXPECT_TRUE(std::isnan(y[o])) << o;
+    } else {
+      EXPECT_EQ(y[o], y_ref[o]) << o;
+    }
+  }
 }
 
 TEST(CpuMaxPool2d, BackwardRejectsIndexOutsidePlane) {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "idx_corpus.h"
+#include "minidl/distributed/process_group.h"
 #include "minidl/io/checkpoint.h"
 #include "minidl/io/safetensors.h"
 #include "net.h"
@@ -158,6 +159,16 @@ TEST_F(MnistCli, BadFlagCombinationsAreCommandLineErrors) {
   spit(path("m.safetensors"), {1});
   spit(path("m.safetensors.state"), {1});
   expect_error({"--compare", "--resume", path("m.safetensors").string()}, 2, {"--compare"});
+}
+
+TEST_F(MnistCli, GpusNeedsNcclAndNoCpuFlags) {
+  expect_error({"--gpus", "0"}, 2, {"--gpus"});
+  if (!minidl::distributed::nccl_available()) {
+    expect_error({"--gpus", "2"}, 2, {"--gpus N>1 needs minidl built with NCCL"});
+  } else {
+    expect_error({"--gpus", "2", "--compare"}, 2, {"--gpus", "--compare"});
+    expect_error({"--gpus", "2"}, 2, {"--gpus", "--device cpu"});  // run() passes --device cpu
+  }
 }
 
 TEST_F(MnistCli, BadDataIsARuntimeError) {

@@ -1,8 +1,11 @@
 // mnist_train: trains the classic MNIST CNN on MNIST or Fashion-MNIST on the CPU or a GPU, or on both
-// (--compare) to measure the speedup. Exit status: 0 success, 1 runtime error, 2 command-line error,
+// (--compare) to measure the speedup, or data-parallel on several GPUs (--gpus N, or started by `minidl run`
+// / torchrun as one rank). Exit status: 0 success, 1 runtime error, 2 command-line error,
 // 130 interrupted by Ctrl-C (after the current step; the last checkpoint stays intact).
 #include <CLI/CLI.hpp>
 #include <minidl/diagnose.h>
+#include <minidl/distributed/launcher.h>
+#include <minidl/distributed/process_group.h>
 #include <minidl/io/checkpoint.h>
 #include <minidl/minidl.h>
 #include <minidl/random.h>
@@ -93,11 +96,30 @@ struct RunSummary {
   std::vector<mnist::EpochResult> epochs;
 };
 
+/// --gpus N outside a launcher: runs N copies of this program as the ranks of a job and returns the
+/// launcher's exit status.
+int relaunch_as_ranks(const Options& o, int argc, char** argv) {
+  const int visible = minidl::cuda::device_count();
+  if (visible < o.gpus) {
+    std::fprintf(stderr, "mnist_train: error: --gpus %d but only %d GPU(s) visible (see `minidl info`)\n", o.gpus,
+                 visible);
+    return 1;
+  }
+  minidl::distributed::LaunchOptions lo;
+  lo.nproc = o.gpus;
+  lo.argv = {minidl::distributed::self_executable()};
+  lo.argv.insert(lo.argv.end(), argv + 1, argv + argc);
+  return minidl::distributed::launch(lo);
+}
+
 RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::data::MnistDataset>& train_set,
-               const std::shared_ptr<minidl::data::MnistDataset>& test_set, mnist::MetricsWriter* metrics) {
+               const std::shared_ptr<minidl::data::MnistDataset>& test_set, mnist::MetricsWriter* metrics,
+               const std::shared_ptr<minidl::distributed::ProcessGroup>& group = nullptr) {
+  const bool leader = !group || group->rank() == 0;  // the one rank that writes files
   minidl::manual_seed(o.seed);
   mnist::TrainConfig c;
   c.device = device;
+  c.group = group;
   c.epochs = o.epochs;
   c.batch_size = o.batch_size;
   c.lr = o.lr;
@@ -125,11 +147,11 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
     spdlog::info("epoch {} on {}: train loss {:.4f} acc {:.4f} ({:.2f} s, {:.0f} img/s) | test loss {:.4f} acc {:.4f}",
                  epoch, device.str(), r.train.loss, r.train.accuracy, r.train.seconds, r.train.images_per_s,
                  r.test.loss, r.test.accuracy);
-    if (metrics) {
+    if (metrics && leader) {
       metrics->write(epoch, device.str(), "train", r.train);
       metrics->write(epoch, device.str(), "test", r.test);
     }
-    if (!o.save.empty()) {
+    if (!o.save.empty() && leader) {
       minidl::io::save(*trainer.model(), o.save);
       minidl::io::TrainingState st;
       st.epoch = epoch;
@@ -139,7 +161,7 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
     }
     summary.epochs.push_back(r);
   }
-  if (!o.export_logits.empty()) {
+  if (!o.export_logits.empty() && leader) {
     mnist::export_logits(trainer.model(), *test_set, 16, o.export_logits);
     spdlog::info("wrote test images and logits to {}", o.export_logits);
   }
@@ -178,6 +200,12 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
+  try {
+    if (o.gpus > 1 && !minidl::distributed::launched_as_rank()) return relaunch_as_ranks(o, argc, argv);
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mnist_train: error: %s\n", e.what());
+    return 1;
+  }
 
   try {
     spdlog::set_level(spdlog::level::from_str(o.log_level));
@@ -185,6 +213,20 @@ int main(int argc, char** argv) {
     minidl::set_deterministic(o.deterministic);
     minidl::autograd::set_detect_anomaly(o.detect_anomaly);
     mnist::install_interrupt_handler();
+    // One rank of a data-parallel job: GPU LOCAL_RANK; rank 0 alone logs, shows progress and writes files.
+    std::shared_ptr<minidl::distributed::ProcessGroup> group;
+    if (minidl::distributed::launched_as_rank()) {
+      if (o.compare) throw minidl::ValueError("--compare cannot run as a rank of a distributed job");
+      group = minidl::distributed::ProcessGroupNCCL::from_env();
+      if (o.gpus != 1 && o.gpus != group->size()) {
+        throw minidl::ValueError("--gpus " + std::to_string(o.gpus) + " but the launcher started " +
+                                 std::to_string(group->size()) + " ranks (WORLD_SIZE)");
+      }
+      if (group->rank() != 0) {
+        spdlog::set_level(spdlog::level::warn);
+        o.no_progress = true;
+      }
+    }
     if (o.download) o.data_dir = download_mnist(o);
     const std::string dir = find_data_dir(o.data_dir);
     const auto norm = normalization_for(o, dir);
@@ -196,7 +238,8 @@ int main(int argc, char** argv) {
                  train_set->size(), test_set->size(), norm.mean, norm.std, minidl::get_num_threads());
 
     std::unique_ptr<mnist::MetricsWriter> metrics;
-    if (!o.metrics.empty()) metrics = std::make_unique<mnist::MetricsWriter>(o.metrics, !o.resume.empty());
+    const bool leader = !group || group->rank() == 0;
+    if (!o.metrics.empty() && leader) metrics = std::make_unique<mnist::MetricsWriter>(o.metrics, !o.resume.empty());
 
     std::vector<RunSummary> runs;
     if (o.compare) {
@@ -205,10 +248,12 @@ int main(int argc, char** argv) {
       }
       runs.push_back(run(o, Device(minidl::kCPU), train_set, test_set, metrics.get()));
       if (minidl::cuda::is_available()) runs.push_back(run(o, Device(minidl::kCUDA, 0), train_set, test_set, metrics.get()));
+    } else if (group) {
+      runs.push_back(run(o, group->device(), train_set, test_set, metrics.get(), group));
     } else {
       runs.push_back(run(o, pick_device(o.device), train_set, test_set, metrics.get()));
     }
-    print_summary(runs);
+    if (leader) print_summary(runs);
   } catch (const mnist::Interrupted& e) {
     std::fprintf(stderr, "mnist_train: %s\n", e.what());
     return 130;  // 128 + SIGINT, as a shell reports a process killed by Ctrl-C

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "http_client.h"
+#include "minidl/distributed/process_group.h"
 
 namespace fs = std::filesystem;
 
@@ -30,6 +31,10 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--device", o.device, "cpu, cuda[:N] or auto (the GPU if usable)")
       ->check(CLI::IsMember({"auto", "cpu", "cuda", "cuda:0", "cuda:1", "cuda:2", "cuda:3", "cuda:4", "cuda:5",
                              "cuda:6", "cuda:7"}));
+  app.add_option("--gpus", o.gpus,
+                 "train data-parallel on N GPUs: one process per GPU (started like `minidl run --nproc N`), "
+                 "--batch-size per GPU, gradients averaged with NCCL; only rank 0 prints and writes files")
+      ->check(CLI::Range(1, 1024));
   app.add_option("--epochs", o.epochs, "training epochs")->check(CLI::Range(1, 100000));
   app.add_option("--batch-size", o.batch_size, "training batch size")->check(CLI::Range(1, 1 << 20));
   app.add_option("--lr", o.lr, "learning rate")->check(CLI::Range(0.0, 1e6));
@@ -83,6 +88,13 @@ void check_options(const Options& o) {
     } catch (const std::exception& e) {
       throw CLI::ValidationError("--download-url", e.what());
     }
+  }
+  if (o.gpus > 1) {
+    if (!minidl::distributed::nccl_available()) {
+      throw CLI::ValidationError("--gpus", "--gpus N>1 needs minidl built with NCCL (this build has no NCCL)");
+    }
+    if (o.compare) throw CLI::ValidationError("--gpus", "cannot be combined with --compare");
+    if (o.device == "cpu") throw CLI::ValidationError("--gpus", "cannot be combined with --device cpu");
   }
   if (!o.resume.empty()) {
     if (o.compare) throw CLI::ValidationError("--resume", "cannot be combined with --compare");

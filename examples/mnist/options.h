@@ -18,6 +18,7 @@ struct Options {
   double lr = 0.05, momentum = 0.9;
   std::uint64_t seed = 1;
   int threads = 0;
+  int gpus = 1;  ///< data-parallel ranks (one process per GPU)
   bool compare = false, deterministic = false, no_progress = false, download = false, detect_anomaly = false;
 };
 

@@ -22,10 +22,16 @@ std::unique_ptr<minidl::optim::Optimizer> make_optimizer(const TrainConfig& c, s
 
 namespace {
 
-minidl::data::DataLoaderOptions loader_options(const TrainConfig& c, std::int64_t batch, bool train) {
+minidl::data::DataLoaderOptions loader_options(const TrainConfig& c, std::int64_t batch, bool train,
+                                               const minidl::data::Dataset& set) {
   minidl::data::DataLoaderOptions o;
   o.set_batch_size(batch).set_shuffle(train).set_drop_last(train && c.drop_last).set_seed(c.seed).set_device(c.device);
   o.set_device_resident(c.device.is_cuda() && c.data_on_device);
+  if (c.group) {
+    // Every rank gets the same number of samples (padded like PyTorch), so all run the same number of steps.
+    o.set_sampler(std::make_shared<minidl::data::DistributedSampler>(set.size(), c.group->size(), c.group->rank(),
+                                                                     train, c.seed));
+  }
   return o;
 }
 
@@ -61,9 +67,11 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<const minidl::data::Dataset
                  std::shared_ptr<const minidl::data::Dataset> test_set)
     : config_(std::move(config)),
       model_(),
-      train_loader_(std::move(train_set), loader_options(config_, config_.batch_size, true)),
-      test_loader_(std::move(test_set), loader_options(config_, config_.test_batch_size, false)) {
+      train_loader_(train_set, loader_options(config_, config_.batch_size, true, *train_set)),
+      test_loader_(test_set, loader_options(config_, config_.test_batch_size, false, *test_set)) {
   model_->to(config_.device);
+  // Rank 0's initial weights go to every rank; the optimizer then holds the same parameters everywhere.
+  if (config_.group) ddp_ = std::make_unique<minidl::nn::parallel::DistributedDataParallel>(model_.ptr(), config_.group);
   optimizer_ = make_optimizer(config_, model_->parameters());
   const auto dev = minidl::TensorOptions(minidl::kFloat32).device(config_.device);
   loss_sum_ = minidl::zeros({}, dev);
@@ -142,12 +150,8 @@ EpochStats Trainer::train_epoch(std::int64_t epoch) {
     if (config_.progress) progress.finish();  // ends the progress bar's line before the error is shown
     throw;
   }
-  EpochStats s;
-  s.loss = loss_sum_.item<float>() / static_cast<double>(seen);  // waits for the device: the epoch is done
-  check_finite(s.loss, where() + ": the epoch's training loss");
-  s.accuracy = correct_.item<float>() / static_cast<double>(seen);
-  s.seconds = elapsed_since(t0);
-  s.images_per_s = static_cast<double>(seen) / s.seconds;
+  const EpochStats s = finish_stats(loss_sum_, correct_, seen, where() + ": the epoch's training loss",
+                                    elapsed_since(t0));
   if (config_.progress) {
     progress.update(batches, s.loss);
     progress.finish();
@@ -170,11 +174,26 @@ EpochStats Trainer::evaluate() {
     seen += batch->target.size(0);
     stop_if_requested();
   }
+  return finish_stats(loss_sum, correct, seen, "the test loss after epoch " + std::to_string(epoch_),
+                      elapsed_since(t0));
+}
+
+EpochStats Trainer::finish_stats(const Tensor& loss_sum, const Tensor& correct, std::int64_t seen,
+                                 const std::string& where, double seconds) const {
+  // Reading the sums waits for the device: the epoch is done. With a group they are summed over the ranks,
+  // which all saw `seen` samples (DistributedSampler gives every rank the same number).
+  std::vector<double> sums;
+  if (config_.group) {
+    sums = minidl::distributed::all_reduce_sums(*config_.group, {loss_sum, correct});
+    seen *= config_.group->size();
+  } else {
+    sums = {loss_sum.item<float>(), correct.item<float>()};
+  }
   EpochStats s;
-  s.loss = loss_sum.item<float>() / static_cast<double>(seen);
-  check_finite(s.loss, "the test loss after epoch " + std::to_string(epoch_));
-  s.accuracy = correct.item<float>() / static_cast<double>(seen);
-  s.seconds = elapsed_since(t0);
+  s.loss = sums[0] / static_cast<double>(seen);
+  check_finite(s.loss, where);
+  s.accuracy = sums[1] / static_cast<double>(seen);
+  s.seconds = seconds;
   s.images_per_s = static_cast<double>(seen) / s.seconds;
   return s;
 }

@@ -1,6 +1,8 @@
 #pragma once
-// Trains and evaluates the example CNN on one device. Everything a step computes stays on the device; the
+// Trains and evaluates the example CNN on one device (or, with TrainConfig::group, on one rank of a
+// data-parallel job). Everything a step computes stays on the device; the
 // running loss and accuracy are read back only when the progress display is due and once per epoch.
+#include <minidl/distributed/ddp.h>
 #include <minidl/minidl.h>
 
 #include <cstdint>
@@ -30,6 +32,10 @@ struct TrainConfig {
   bool drop_last = false;      // skip the last, smaller training batch
   /// Polled after every step and evaluation batch; when it returns true the trainer throws Interrupted.
   std::function<bool()> stop_requested;
+  /// Data parallel (device must be group->device()): each rank trains on its DistributedSampler shard with
+  /// batch_size per rank, gradients are averaged by DistributedDataParallel, and the epoch's metrics are summed
+  /// over all ranks.
+  std::shared_ptr<minidl::distributed::ProcessGroup> group;
 };
 
 /// Training stopped at the user's request (TrainConfig::stop_requested) after `step` steps of `epoch`
@@ -82,9 +88,13 @@ class Trainer {
   void run_batch(const minidl::data::Batch& batch);
   /// Throws Interrupted when config.stop_requested says so.
   void stop_if_requested() const;
+  /// The epoch's statistics from device sums over `seen` samples of this rank (of all ranks with a group).
+  EpochStats finish_stats(const minidl::Tensor& loss_sum, const minidl::Tensor& correct, std::int64_t seen,
+                          const std::string& where, double seconds) const;
 
   TrainConfig config_;
   Net model_;
+  std::unique_ptr<minidl::nn::parallel::DistributedDataParallel> ddp_;  // with config.group
   std::unique_ptr<minidl::optim::Optimizer> optimizer_;
   minidl::data::DataLoader train_loader_, test_loader_;
   minidl::Tensor loss_sum_, correct_;  // device accumulators of the current epoch

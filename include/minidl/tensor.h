@@ -2,6 +2,7 @@
 // Tensor: a reference-counted handle to a contiguous, row-major block of memory on one device, with the
 // autograd metadata that lets it take part in a backward pass. Copies of a Tensor share the same data.
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <memory>
 #include <ostream>
@@ -108,6 +109,13 @@ class Tensor {
   std::shared_ptr<autograd::Node> grad_fn() const;
   /// Counter bumped by every in-place modification of the underlying storage.
   std::uint64_t version() const;
+  /// Calls hook(leaf) each time a backward pass has accumulated a gradient into this leaf tensor's grad()
+  /// (LibTorch's register_post_accumulate_grad_hook; e.g. DistributedDataParallel starts reducing a gradient
+  /// as soon as it is complete). The hook may read and replace leaf.mutable_grad(). Returns a handle for
+  /// remove_post_accumulate_grad_hook. Throws AutogradError for a non-leaf or a tensor not requiring grad.
+  std::uint64_t register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const;
+  /// Removes a hook registered on this tensor (unknown handles are ignored: removal is idempotent).
+  void remove_post_accumulate_grad_hook(std::uint64_t handle) const;
 
   TensorImpl* unsafe_impl() const { return impl_.get(); }
   const std::shared_ptr<TensorImpl>& impl_ptr() const { return impl_; }

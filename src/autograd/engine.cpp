@@ -1,6 +1,8 @@
 // The backward pass: find every node reachable from the roots, count how many consumers each has, then run
 // nodes once all their consumers have delivered their gradient (Kahn's algorithm; among ready nodes the most
 // recently created goes first, which keeps peak memory close to the forward pass's).
+#include <algorithm>
+#include <atomic>
 #include <functional>
 #include <queue>
 #include <unordered_map>
@@ -144,6 +146,25 @@ Tensor Tensor::detach() const {
   MINIDL_CHECK(defined(), ValueError, "detach: called on an undefined tensor");
   const TensorImpl* i = unsafe_impl();
   return Tensor(std::make_shared<TensorImpl>(i->storage, i->byte_offset, i->shape, i->dtype));
+}
+
+std::uint64_t Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {
+  static std::atomic<std::uint64_t> next_handle{1};
+  MINIDL_CHECK(defined(), ValueError, "register_post_accumulate_grad_hook: called on an undefined tensor");
+  MINIDL_CHECK(is_leaf() && requires_grad(), AutogradError, "register_post_accumulate_grad_hook: only leaf tensors "
+               "that require grad accumulate gradients (this one ", is_leaf() ? "does not require grad" :
+               "was produced by " + grad_fn()->name(), ")");
+  MINIDL_CHECK(hook != nullptr, ValueError, "register_post_accumulate_grad_hook: the hook is empty");
+  const std::uint64_t handle = next_handle.fetch_add(1);
+  unsafe_impl()->post_accumulate_grad_hooks.emplace_back(handle, std::move(hook));
+  return handle;
+}
+
+void Tensor::remove_post_accumulate_grad_hook(std::uint64_t handle) const {
+  if (!defined()) return;
+  auto& hooks = unsafe_impl()->post_accumulate_grad_hooks;
+  hooks.erase(std::remove_if(hooks.begin(), hooks.end(), [&](const auto& h) { return h.first == handle; }),
+              hooks.end());
 }
 
 bool Tensor::is_leaf() const { return defined() && unsafe_impl()->grad_fn == nullptr; }

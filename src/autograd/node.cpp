@@ -34,6 +34,11 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad) {
   } else {
     slot.add_(grad);  // in place: a persistent grad buffer stays at one address (CUDA graphs rely on it)
   }
+  if (!leaf_->post_accumulate_grad_hooks.empty()) {
+    const auto hooks = leaf_->post_accumulate_grad_hooks;  // a copy: a hook may remove itself
+    const Tensor leaf(leaf_);
+    for (const auto& h : hooks) h.second(leaf);
+  }
   return {};
 }
 

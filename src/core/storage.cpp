@@ -1,7 +1,5 @@
-#include <cstdlib>
-#include <new>
-
 #include "core/tensor_impl.h"
+#include "cpu/host_allocator.h"
 #include "kernels/backend.h"
 #if MINIDL_CUDA_ENABLED
 #include "cuda/context.h"
@@ -16,15 +14,9 @@ void throw_cuda_not_built() {
 }
 }  // namespace detail
 
-namespace {
-constexpr std::size_t kHostAlignment = 64;  // one cache line; also what AVX-512 loads like
-}
-
 Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(device) {
   if (device.is_cpu()) {
-    const std::size_t rounded = ((nbytes + kHostAlignment - 1) / kHostAlignment) * kHostAlignment;
-    data_ = std::aligned_alloc(kHostAlignment, rounded == 0 ? kHostAlignment : rounded);
-    if (!data_) throw OutOfMemoryError(detail::str("CPU out of memory: tried to allocate ", nbytes, " bytes"), nbytes, 0, 0);
+    data_ = cpu::host_allocator().allocate(nbytes);
     return;
   }
 #if MINIDL_CUDA_ENABLED
@@ -37,7 +29,7 @@ Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(d
 
 Storage::~Storage() {
   if (device_.is_cpu()) {
-    std::free(data_);
+    cpu::host_allocator().deallocate(data_, nbytes_);
     return;
   }
 #if MINIDL_CUDA_ENABLED

@@ -4,7 +4,10 @@
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
+#include <utility>
+#include <vector>
 
 #include "minidl/autograd.h"
 #include "minidl/tensor.h"
@@ -46,6 +49,8 @@ class TensorImpl {
   Tensor grad;                                       // accumulated gradient
   std::shared_ptr<autograd::Node> grad_fn;           // node that produced this tensor (non-leaves)
   std::weak_ptr<autograd::Node> grad_accumulator;    // AccumulateGrad node of a leaf, created on demand
+  // Leaf hooks run by AccumulateGrad after each accumulation, with their handles (in registration order).
+  std::vector<std::pair<std::uint64_t, std::function<void(const Tensor&)>>> post_accumulate_grad_hooks;
 
   void* data() const { return static_cast<char*>(storage->data()) + byte_offset; }
 };

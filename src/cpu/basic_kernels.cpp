@@ -88,6 +88,21 @@ MINIDL_CPU_CLONES void sum_middle(const T* x, std::int64_t n, std::int64_t inner
   }
 }
 
+/// out[i] = f(x[i]), or f(x[i], y[i]) with a binary f, for i in [begin, end); out may be x or y (in-place ops).
+/// Compiled per instruction set: Eigen's expressions are built for the portable baseline, and it has no vector
+/// form of the library's functors, so it ran them four floats at a time.
+template <class T, class F>
+MINIDL_CPU_CLONES void map_unary(F f, const T* x, T* out, std::int64_t begin, std::int64_t end) {
+  for (std::int64_t i = begin; i < end; ++i) out[i] = f(x[i]);
+}
+template <class T, class F>
+MINIDL_CPU_CLONES void map_binary(F f, const T* x, const T* y, T* out, std::int64_t begin, std::int64_t end) {
+  for (std::int64_t i = begin; i < end; ++i) out[i] = f(x[i], y[i]);
+}
+
+/// Eigen's cost estimate for a functor it knows nothing about (cycles per element).
+constexpr double kElementwiseCost = 10;
+
 }  // namespace
 
 void fill(Tensor& out, double value) {
@@ -163,7 +178,10 @@ void unary(kernels::UnaryOp op, double alpha, const Tensor& x, Tensor& out) {
   kernels::dispatch_floating(x.dtype(), "unary op", [&](auto tag) {
     using T = typename decltype(tag)::type;
     kernels::visit_unary<T>(op, static_cast<T>(alpha), [&](auto f) {
-      vec<T>(out).device(device()) = cvec<T>(x).unaryExpr(f);
+      const T* px = x.data_ptr<T>();
+      T* po = out.data_ptr<T>();
+      parallel_for(out.numel(), kElementwiseCost,
+                   [&](std::int64_t begin, std::int64_t end) { map_unary(f, px, po, begin, end); });
     });
   });
 }
@@ -173,7 +191,11 @@ void binary(kernels::BinaryOp op, double alpha, const Tensor& a, const Tensor& b
     using T = typename decltype(tag)::type;
     kernels::visit_binary<T>(op, static_cast<T>(alpha), [&](auto f) {
       if (a.sizes() == out.sizes() && b.sizes() == out.sizes()) {
-        vec<T>(out).device(device()) = cvec<T>(a).binaryExpr(cvec<T>(b), f);
+        const T* pa = a.data_ptr<T>();
+        const T* pb = b.data_ptr<T>();
+        T* po = out.data_ptr<T>();
+        parallel_for(out.numel(), kElementwiseCost,
+                     [&](std::int64_t begin, std::int64_t end) { map_binary(f, pa, pb, po, begin, end); });
         return;
       }
       // Broadcasting with arbitrary rank: Eigen's broadcast needs the rank at compile time, so index by hand.

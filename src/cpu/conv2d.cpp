@@ -272,13 +272,19 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
       }
     }
   });
-  for (Index chunk = 1; chunk < chunks; ++chunk) {
-    const T* part = partials + (chunk - 1) * acc_size;
-    for (Index i = 0; i < wsize; ++i) dw[i] += part[i];
-    if (dbias) {
-      for (Index k = 0; k < p.K; ++k) dbias[k] += part[wsize + k];
+  if (chunks == 1) return;
+  // Element ranges of [dw | dbias] are spread over the pool; each element adds its partials in chunk order.
+  // total[i] += the partials' element offset + i, for i in [begin, end).
+  const auto add_partials = [&](T* total, Index offset, Index begin, Index end) {
+    for (Index chunk = 1; chunk < chunks; ++chunk) {
+      const T* part = partials + (chunk - 1) * acc_size + offset;
+      for (Index i = begin; i < end; ++i) total[i] += part[i];
     }
-  }
+  };
+  parallel_for(acc_size, static_cast<double>(chunks - 1), [&](Index begin, Index end) {
+    if (begin < wsize) add_partials(dw, 0, begin, std::min(end, wsize));
+    if (end > wsize) add_partials(dbias, wsize, std::max(begin, wsize) - wsize, end - wsize);
+  });
 }
 
 #define MINIDL_INSTANTIATE_CONV2D(T)                                                                          \

@@ -155,27 +155,38 @@ void gemm_parallel(const GemmArgs<T>& g) {
     gemm(g);
     return;
   }
-  // Split the longer side of C into one block per thread, on tile boundaries (32 columns and 24 rows are
-  // multiples of every build's NR and MR). Each block packs its own panels; the repeated packing of the
-  // shared operand is small next to the block's product.
-  const bool by_cols = g.n >= g.m;
-  const std::int64_t len = by_cols ? g.n : g.m, align = by_cols ? 32 : 24;
-  const std::int64_t parts = std::min(threads, (len + align - 1) / align);
-  const std::int64_t step = (len / parts + align - 1) / align * align;
+  // C is cut into row and column blocks on tile boundaries (24 rows and 32 columns are multiples of every
+  // build's MR and NR), the longer side first: one block per thread when it has that many, otherwise as many
+  // as it has times enough blocks of the other side to occupy the rest of the threads (fc1's forward product,
+  // 64 x 128 over k = 9216, has only 4 column blocks for 16 threads). Each block packs its own panels; the
+  // repeated packing of the shared operands is small next to the block's product. Every element is still
+  // summed in the same order, so the result does not depend on the thread count.
+  constexpr std::int64_t kRowAlign = 24, kColAlign = 32;
+  const auto blocks_of = [](std::int64_t len, std::int64_t align) { return (len + align - 1) / align; };
+  const bool cols_first = g.n >= g.m;
+  const std::int64_t first_blocks = cols_first ? blocks_of(g.n, kColAlign) : blocks_of(g.m, kRowAlign);
+  const std::int64_t second_blocks = cols_first ? blocks_of(g.m, kRowAlign) : blocks_of(g.n, kColAlign);
+  const std::int64_t first_parts = std::min(threads, first_blocks);
+  const std::int64_t second_parts = std::max<std::int64_t>(1, std::min(second_blocks, threads / first_parts));
+  const std::int64_t row_parts = cols_first ? second_parts : first_parts;
+  const std::int64_t col_parts = cols_first ? first_parts : second_parts;
+  // Part i of a side of length len: [i * step, min(len, (i + 1) * step)), step a multiple of align.
+  const auto step_of = [](std::int64_t len, std::int64_t parts, std::int64_t align) {
+    return (len / parts + align - 1) / align * align;
+  };
+  const std::int64_t row_step = step_of(g.m, row_parts, kRowAlign), col_step = step_of(g.n, col_parts, kColAlign);
+  const std::int64_t parts = row_parts * col_parts;
   parallel_for(parts, flops / static_cast<double>(parts) / 8.0, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t part = begin; part < end; ++part) {
-      const std::int64_t lo = part * step, hi = std::min(len, lo + step);
-      if (lo >= hi) continue;
+      const std::int64_t i0 = part / col_parts * row_step, i1 = std::min(g.m, i0 + row_step);
+      const std::int64_t j0 = part % col_parts * col_step, j1 = std::min(g.n, j0 + col_step);
+      if (i0 >= i1 || j0 >= j1) continue;
       GemmArgs<T> sub = g;
-      if (by_cols) {
-        sub.n = hi - lo;
-        sub.b = corner(g.b, 0, lo);
-        sub.c = corner(g.c, 0, lo);
-      } else {
-        sub.m = hi - lo;
-        sub.a = corner(g.a, lo, 0);
-        sub.c = corner(g.c, lo, 0);
-      }
+      sub.m = i1 - i0;
+      sub.n = j1 - j0;
+      sub.a = corner(g.a, i0, 0);
+      sub.b = corner(g.b, 0, j0);
+      sub.c = corner(g.c, i0, j0);
       gemm(sub);
     }
   });

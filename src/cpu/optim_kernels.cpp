@@ -4,10 +4,25 @@
 // formula written a second time.
 #include "cpu/optim_kernels.h"
 
+#include "cpu/cpu_clones.h"
 #include "cpu/parallel.h"
 
 namespace minidl {
 namespace cpu {
+namespace {
+
+/// update(i, p, g, state) for i in [begin, end), compiled per instruction set. The arrays are declared apart
+/// (restrict), so the compiler can take the functor's branches on its settings out of the loop and vectorise
+/// what is left; through the pointer table alone it keeps a scalar loop.
+template <class T, class F>
+MINIDL_CPU_CLONES void update_range(const F& update, T* __restrict p, const T* __restrict g, T* __restrict s0,
+                                    T* __restrict s1, T* __restrict s2, std::int64_t begin, std::int64_t end) {
+  static_assert(kernels::kMaxOptimStates == 3, "one restrict pointer per state buffer");
+  T* const state[kernels::kMaxOptimStates] = {s0, s1, s2};
+  for (std::int64_t i = begin; i < end; ++i) update(i, p, g, state);
+}
+
+}  // namespace
 
 void optim_step(const kernels::OptimHyper& hyper, const std::vector<kernels::OptimSlot>& slots, Tensor& scalars) {
   double* s = scalars.data_ptr<double>();
@@ -26,7 +41,7 @@ void optim_step(const kernels::OptimHyper& hyper, const std::vector<kernels::Opt
           state[k] = slot.state[k].defined() ? slot.state[k].data_ptr<T>() : nullptr;
         }
         parallel_for(slot.param.numel(), F::kCost, [&](std::int64_t begin, std::int64_t end) {
-          for (std::int64_t i = begin; i < end; ++i) update(i, p, g, state);
+          update_range(update, p, g, state[0], state[1], state[2], begin, end);
         });
       });
     });

@@ -166,6 +166,7 @@ struct DataLoader::State {
   DataLoaderOptions opt;
   Shape sample_shape;
   std::int64_t size = 0, batches = 0;
+  std::int64_t count = 0;  // samples per epoch: size, or the sampler's size
   std::int64_t epoch = -1;  // -1 until the first start_epoch()
   std::vector<std::int64_t> order;
   std::int64_t next_batch = 0;
@@ -176,7 +177,7 @@ struct DataLoader::State {
   std::unique_ptr<Prefetcher> prefetcher;  // after the stager, so the thread is joined before the buffers go
 
   std::int64_t depth() const { return std::int64_t{opt.prefetch} + 1; }
-  std::int64_t rows(std::int64_t b) const { return std::min(opt.batch_size, size - b * opt.batch_size); }
+  std::int64_t rows(std::int64_t b) const { return std::min(opt.batch_size, count - b * opt.batch_size); }
 
   // Batch b of the epoch, straight from the dataset (CPU).
   Batch gather_host(std::int64_t b) const {
@@ -222,7 +223,8 @@ struct DataLoader::State {
     const Tensor index = rows_view(resident_order, b * opt.batch_size, rows(b));
     Batch out{empty(with_rows(rows(b), sample_shape), TensorOptions(kFloat32).device(dev)),
               empty({rows(b)}, TensorOptions(kInt64).device(dev))};
-    // The order is a permutation of [0, size) built here, so the kernels' range precondition holds.
+    // The order holds indices in [0, size) (built here, or a sampler's checked in start_epoch), so the kernels'
+    // range precondition holds.
     MINIDL_ON_BACKEND(dev, index_select(resident_data, index, out.data, 1, size, shape_numel(sample_shape)));
     MINIDL_ON_BACKEND(dev, index_select(resident_target, index, out.target, 1, size, 1));
     return out;
@@ -237,10 +239,12 @@ DataLoader::DataLoader(std::shared_ptr<const Dataset> dataset, DataLoaderOptions
   MINIDL_CHECK(options.prefetch >= 0, ValueError, "DataLoader: prefetch must be >= 0, found ", options.prefetch);
   s.size = dataset->size();
   MINIDL_CHECK(s.size >= 1, ValueError, "DataLoader: the dataset is empty (size ", s.size, ")");
-  s.batches = options.drop_last ? s.size / options.batch_size
-                                : (s.size + options.batch_size - 1) / options.batch_size;
+  s.count = options.sampler ? options.sampler->size() : s.size;
+  MINIDL_CHECK(s.count >= 1, ValueError, "DataLoader: the sampler yields no samples (size ", s.count, ")");
+  s.batches = options.drop_last ? s.count / options.batch_size
+                                : (s.count + options.batch_size - 1) / options.batch_size;
   MINIDL_CHECK(s.batches >= 1, ValueError, "DataLoader: batch_size ", options.batch_size, " with drop_last leaves no ",
-               "batch from a dataset of ", s.size, " samples");
+               "batch from ", s.count, " samples");
 #if !MINIDL_CUDA_ENABLED
   if (options.device.is_cuda()) detail::throw_cuda_not_built();
 #endif
@@ -266,11 +270,21 @@ void DataLoader::start_epoch(std::int64_t epoch) {
   State& s = *state_;
   MINIDL_CHECK(epoch >= 0, ValueError, "DataLoader::start_epoch: expected epoch >= 0, found ", epoch);
   s.prefetcher.reset();  // abandons the unfinished epoch, if any
-  s.order = epoch_order(s.size, s.opt.shuffle, s.opt.seed, epoch);
+  if (s.opt.sampler) {
+    s.order = s.opt.sampler->indices(epoch);
+    MINIDL_CHECK(static_cast<std::int64_t>(s.order.size()) == s.count, ValueError, "DataLoader: the sampler gave ",
+                 s.order.size(), " indices for epoch ", epoch, ", expected its size() ", s.count);
+    for (std::int64_t i : s.order) {
+      MINIDL_CHECK(i >= 0 && i < s.size, IndexError, "DataLoader: the sampler gave index ", i, " for epoch ", epoch,
+                   ", outside the dataset's [0, ", s.size, ")");
+    }
+  } else {
+    s.order = epoch_order(s.size, s.opt.shuffle, s.opt.seed, epoch);
+  }
   s.epoch = epoch;
   s.next_batch = 0;
   if (s.opt.device_resident) {
-    s.resident_order = from_vector(s.order, {s.size}).to(s.opt.device);  // once per epoch
+    s.resident_order = from_vector(s.order, {s.count}).to(s.opt.device);  // once per epoch
   } else if (s.opt.prefetch > 0) {
     s.prefetcher = std::make_unique<Prefetcher>(s.batches, s.depth(), [&s](std::int64_t b) { return s.produce(b); });
   }

@@ -1,5 +1,5 @@
 // The `minidl` command-line tool. Exit status: 0 success, 1 the command ran and found a failure (see each
-// subcommand's help), 2 command-line error.
+// subcommand's help; `run` returns its failed rank's status), 2 command-line error.
 #include <exception>
 #include <iostream>
 
@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include "info.h"
+#include "run.h"
 #include "minidl/version.h"
 
 namespace {
@@ -24,6 +25,8 @@ int main(int argc, char** argv) {
   app.footer("Exit status: 0 success, 1 the command found a failure, 2 command-line error.");
   minidl_cli::InfoOptions info_options;
   CLI::App* info = minidl_cli::add_info_command(app, info_options);
+  minidl::distributed::LaunchOptions run_options;
+  CLI::App* run = minidl_cli::add_run_command(app, run_options);
 
   try {
     app.parse(argc, argv);
@@ -35,6 +38,7 @@ int main(int argc, char** argv) {
 
   try {
     if (*info) return minidl_cli::run_info(info_options);
+    if (*run) return minidl_cli::run_run(*run, run_options);
   } catch (const std::exception& e) {
     std::cerr << "minidl: error: " << e.what() << "\n";
     return 1;

@@ -22,9 +22,11 @@
 #include <iterator>
 #include <memory>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "minidl/data/dataset.h"
+#include "minidl/data/sampler.h"
 #include "minidl/device.h"
 
 namespace minidl::data {
@@ -42,6 +44,9 @@ struct DataLoaderOptions {
   Device device = Device(kCPU);
   /// Hold the whole dataset on `device` and gather batches there (see above).
   bool device_resident = false;
+  /// Chooses each epoch's indices (e.g. a DistributedSampler's shard) instead of the whole dataset in
+  /// epoch_order(size, shuffle, seed, epoch); shuffle and seed are then the sampler's business.
+  std::shared_ptr<const Sampler> sampler;
 
   DataLoaderOptions& set_batch_size(std::int64_t v) { batch_size = v; return *this; }
   DataLoaderOptions& set_shuffle(bool v) { shuffle = v; return *this; }
@@ -50,6 +55,7 @@ struct DataLoaderOptions {
   DataLoaderOptions& set_prefetch(int v) { prefetch = v; return *this; }
   DataLoaderOptions& set_device(Device v) { device = v; return *this; }
   DataLoaderOptions& set_device_resident(bool v) { device_resident = v; return *this; }
+  DataLoaderOptions& set_sampler(std::shared_ptr<const Sampler> v) { sampler = std::move(v); return *this; }
 };
 
 /// The order in which a loader visits `n` samples in `epoch`: 0..n-1 unshuffled; otherwise a Fisher-Yates
@@ -72,7 +78,7 @@ class DataLoader {
   /// The next batch of the current epoch, or nullopt after the last. Throws ValueError before the first
   /// start_epoch(), and rethrows what the dataset threw while assembling this batch.
   std::optional<Batch> next();
-  /// Batches per epoch: ceil(N / batch_size), or floor with drop_last.
+  /// Batches per epoch: ceil(N / batch_size), or floor with drop_last (N: the dataset's or the sampler's size).
   std::int64_t num_batches() const;
   const DataLoaderOptions& options() const;
   const Dataset& dataset() const;

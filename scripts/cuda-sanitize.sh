@@ -15,7 +15,8 @@
 # - Never under any tool: LargeTensorGpu.* (2^31-element tensors: minutes under instrumentation, and
 #   initcheck/memcheck shadow memory for 30 GB), OpsGpu.OutOfMemoryIsAnException* (a real 128 TiB cudaMalloc
 #   that fails on purpose: memcheck reports every failing CUDA API call as an error) and OomGpuDeathTest.*
-#   (re-executes the binary in a child process). The other OomGpu tests stay: their out-of-memory comes from the
+#   (re-executes the binary in a child process), and the multi-process data-parallel tests
+#   (DistributedDataParallel.*, DdpWorker.*: they start ranks of their own, outside the tool). The other OomGpu tests stay: their out-of-memory comes from the
 #   allocator's per-process cap, no CUDA call fails, and their error paths are worth checking for leaks and bad
 #   accesses.
 # - memcheck runs every selected test. racecheck (shared-memory hazards), initcheck and synccheck are several
@@ -38,7 +39,7 @@ out=$2
 sanitizer=${COMPUTE_SANITIZER:-$(command -v compute-sanitizer || echo /usr/local/cuda/bin/compute-sanitizer)}
 tools=${MINIDL_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}
 gpu_filter='*Gpu*:*GPU*:*Cuda*:*CUDA*'
-excluded='LargeTensorGpu.*:OomGpuDeathTest.*:OpsGpu.OutOfMemoryIsAnException*'
+excluded='LargeTensorGpu.*:OomGpuDeathTest.*:OpsGpu.OutOfMemoryIsAnException*:DistributedDataParallel.*:DdpWorker.*'
 subset=${MINIDL_SANITIZE_SUBSET:-'OpsGpu*:LayersGpu*:OptimGpu*:CudaGraph*:IndexSelectGpu*'}
 error_exit=86  # the sanitizer's exit status when it found errors, distinct from a failing test's 1
 

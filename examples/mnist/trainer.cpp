@@ -150,8 +150,7 @@ EpochStats Trainer::train_epoch(std::int64_t epoch) {
     if (config_.progress) progress.finish();  // ends the progress bar's line before the error is shown
     throw;
   }
-  const EpochStats s = finish_stats(loss_sum_, correct_, seen, where() + ": the epoch's training loss",
-                                    elapsed_since(t0));
+  const EpochStats s = finish_stats(loss_sum_, correct_, seen, where() + ": the epoch's training loss", t0);
   if (config_.progress) {
     progress.update(batches, s.loss);
     progress.finish();
@@ -174,14 +173,15 @@ EpochStats Trainer::evaluate() {
     seen += batch->target.size(0);
     stop_if_requested();
   }
-  return finish_stats(loss_sum, correct, seen, "the test loss after epoch " + std::to_string(epoch_),
-                      elapsed_since(t0));
+  return finish_stats(loss_sum, correct, seen, "the test loss after epoch " + std::to_string(epoch_), t0);
 }
 
 EpochStats Trainer::finish_stats(const Tensor& loss_sum, const Tensor& correct, std::int64_t seen,
-                                 const std::string& where, double seconds) const {
-  // Reading the sums waits for the device: the epoch is done. With a group they are summed over the ranks,
-  // which all saw `seen` samples (DistributedSampler gives every rank the same number).
+                                 const std::string& where, std::chrono::steady_clock::time_point start) const {
+  // Reading the sums waits for the device: the epoch is done, so the clock stops only after it. (Stopping it
+  // before, as an earlier version did, left out the queued work the host had not waited for: with CUDA-graph
+  // replays the host runs far ahead of the device.) With a group the sums are over the ranks, which all saw
+  // `seen` samples (DistributedSampler gives every rank the same number).
   std::vector<double> sums;
   if (config_.group) {
     sums = minidl::distributed::all_reduce_sums(*config_.group, {loss_sum, correct});
@@ -189,6 +189,7 @@ EpochStats Trainer::finish_stats(const Tensor& loss_sum, const Tensor& correct, 
   } else {
     sums = {loss_sum.item<float>(), correct.item<float>()};
   }
+  const double seconds = elapsed_since(start);
   EpochStats s;
   s.loss = sums[0] / static_cast<double>(seen);
   check_finite(s.loss, where);

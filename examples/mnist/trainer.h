@@ -5,6 +5,7 @@
 #include <minidl/distributed/ddp.h>
 #include <minidl/minidl.h>
 
+#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -88,9 +89,10 @@ class Trainer {
   void run_batch(const minidl::data::Batch& batch);
   /// Throws Interrupted when config.stop_requested says so.
   void stop_if_requested() const;
-  /// The epoch's statistics from device sums over `seen` samples of this rank (of all ranks with a group).
+  /// The epoch's statistics from device sums over `seen` samples of this rank (of all ranks with a group). The
+  /// seconds run from `start` until the sums are read, i.e. until the device has finished the epoch's work.
   EpochStats finish_stats(const minidl::Tensor& loss_sum, const minidl::Tensor& correct, std::int64_t seen,
-                          const std::string& where, double seconds) const;
+                          const std::string& where, std::chrono::steady_clock::time_point start) const;
 
   TrainConfig config_;
   Net model_;

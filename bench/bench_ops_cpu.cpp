@@ -22,9 +22,8 @@
 #include <thread>
 #include <vector>
 
-#include "cpu/conv2d.h"
+#include "kernels/layer_kernels.h"
 #include "cpu/gemm.h"
-#include "cpu/pool2d.h"
 #include "kernels/backend.h"
 #include "op_cases.h"
 

@@ -32,8 +32,7 @@
 #include <string>
 
 #include "cuda/context.h"
-#include "cuda/conv2d.h"
-#include "cuda/pool2d.h"
+#include "kernels/layer_kernels.h"
 #include "kernels/backend.h"
 #include "op_cases.h"
 

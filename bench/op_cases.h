@@ -21,7 +21,7 @@ struct Cost {
   double bytes = 0;
 };
 
-/// The float kernels the cases call, as both backends declare them (cpu/conv2d.h, cuda/conv2d.h, ...).
+/// The float kernels the cases call, as both backends declare them (kernels/layer_kernels.h).
 struct Backend {
   void (*conv_forward)(const kernels::Conv2dParams&, const float* x, const float* w, const float* bias, float* y);
   void (*conv_backward_input)(const kernels::Conv2dParams&, const float* dy, const float* w, float* dx);

@@ -11,9 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/batch_norm.h"
-#include "cpu/conv2d.h"
-#include "cpu/pool2d.h"
+#include "kernels/layer_kernels.h"
 #include "minidl/errors.h"
 #include "minidl/threads.h"
 #include "reference_kernels.h"

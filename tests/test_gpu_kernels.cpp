@@ -18,10 +18,8 @@
 #include <type_traits>
 #include <vector>
 
-#include "cuda/batch_norm.h"
+#include "kernels/layer_kernels.h"
 #include "cuda/context.h"
-#include "cuda/conv2d.h"
-#include "cuda/pool2d.h"
 #include "minidl/cuda.h"
 #include "minidl/errors.h"
 #include "reference_kernels.h"

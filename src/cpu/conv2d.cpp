@@ -24,7 +24,7 @@
 // free this way. A batch smaller than the thread count leaves threads idle.
 #include "cpu/parallel.h"  // first: it defines EIGEN_USE_THREADS, which must precede every Eigen header
 
-#include "cpu/conv2d.h"
+#include "kernels/layer_kernels.h"
 
 #include <algorithm>
 #include <vector>

@@ -1,4 +1,11 @@
-#include "cuda/conv2d.h"
+// 2-d convolution on the GPU through cuDNN's legacy API (declared with the CPU version in kernels/layer_kernels.h).
+//
+// Algorithm choice: the first call of each pass for a shape (all Conv2dParams fields, dtype, the TF32 and
+// deterministic settings, the device) times the candidates with cudnnFind*AlgorithmEx, which runs kernels and
+// synchronises the stream, and caches the winner; later calls only launch. During CUDA-graph capture that
+// search is impossible, so a shape first seen while capturing takes cuDNN's heuristic choice instead (and keeps
+// it): run one step eagerly before capturing to get the measured choice.
+#include "kernels/layer_kernels.h"
 
 #include <algorithm>
 #include <array>

@@ -1,4 +1,8 @@
-#include "cuda/pool2d.h"
+// 2-d max and average pooling on the GPU (declared with the CPU version in kernels/layer_kernels.h). Own kernels
+// rather than cuDNN's, because the max-pool backward works from the argmax indices the forward saved (as the
+// CPU backend does) instead of re-reading x and y. Backward passes gather (every input element sums over the
+// output windows that cover it) or, for tiling windows, write each window once: no atomics, deterministic.
+#include "kernels/layer_kernels.h"
 
 #include <algorithm>
 #include <cstdint>

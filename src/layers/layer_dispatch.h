@@ -2,16 +2,9 @@
 // Routes a layer kernel (templated on the element type, same name in minidl::cpu and minidl::gpu) to the
 // tensor's device: MINIDL_LAYER_KERNEL(x, conv2d_forward, p, ptr<T>(x), ...). Inside the call `T` is the
 // element type.
-#include "cpu/batch_norm.h"
-#include "cpu/conv2d.h"
-#include "cpu/pool2d.h"
 #include "kernels/dispatch_types.h"
+#include "kernels/layer_kernels.h"
 #include "ops/op_utils.h"
-#if MINIDL_CUDA_ENABLED
-#include "cuda/batch_norm.h"
-#include "cuda/conv2d.h"
-#include "cuda/pool2d.h"
-#endif
 
 namespace minidl {
 namespace layers {

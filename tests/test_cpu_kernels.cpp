@@ -246,8 +246,8 @@ TYPED_TEST(CpuKernels, MaxPool2dPropagatesNaN) {
   EXPECT_EQ(idx, 1);
 }
 
-// NaNs and infinities anywhere in 2x2 windows (the vectorised path takes rows of 8 windows at a time, then the
-// rest one by one): NaN wins, the last NaN of a window is the one recorded, -inf ties keep the first element.
+// NaNs and infinities anywhere in 2x2 windows, in rows of 10 windows: NaN wins, the last NaN of a window is the
+// one recorded, -inf ties keep the first element.
 TYPED_TEST(CpuKernels, MaxPool2dNaNAndInfinitiesInEveryLane) {
   using T = TypeParam;
   kernels::Pool2dParams p;

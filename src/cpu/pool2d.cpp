@@ -88,61 +88,15 @@ MINIDL_CPU_CLONES void max_pool_planes(const Pool2dParams& p, const T* x, T* y, 
   }
 }
 
-/// Max pooling with 2x2 windows at stride 2 and no padding (the pooling of most CNNs) over planes [begin, end):
-/// max_pool_planes spends most of its time on loop overhead at these short rows. Here each output row is one
-/// loop over its windows with the four taps named and the choice made branch-free (selects the compiler turns
-/// into vector blends; a branch on random data mispredicts about every other window). The taps are taken in
-/// row-major order with max_pool_tap's rule, so values and indices are the same. (A version written with GCC
-/// vector extensions ran 2.6x faster but crashed GCC 13 at -march=native; this one is about as fast as
-/// max_pool_planes: its 12-window rows leave the vectorised loop little to do.)
-template <class T>
-MINIDL_CPU_CLONES void max_pool_2x2_planes(const Pool2dParams& p, const T* x, T* y, std::int64_t* indices, Index begin,
-                                           Index end) {
-  const Index W = p.W, Q = p.Q;
-  const int w = static_cast<int>(W);  // a plane row is far shorter than 2^31 elements
-  for (Index plane = begin; plane < end; ++plane) {
-    const T* xp = x + plane * p.H * W;
-    for (Index oh = 0; oh < p.P; ++oh) {
-      const T* r0 = xp + 2 * oh * W;
-      const T* r1 = r0 + W;
-      T* yr = y + (plane * p.P + oh) * Q;
-      std::int64_t* ir = indices + (plane * p.P + oh) * Q;
-      const std::int64_t row_start = 2 * oh * W;
-      for (Index ow = 0; ow < Q; ++ow) {
-        const T a = r0[2 * ow], b = r0[2 * ow + 1], c = r1[2 * ow], d = r1[2 * ow + 1];
-        T best = a;
-        int offset = 0;  // of the chosen tap from the window's first element (32-bit: vectorises with T)
-        bool take = b > best || b != b;  // v != v: NaN, which propagates (the last one wins)
-        best = take ? b : best;
-        offset = take ? 1 : offset;
-        take = c > best || c != c;
-        best = take ? c : best;
-        offset = take ? w : offset;
-        take = d > best || d != d;
-        best = take ? d : best;
-        offset = take ? w + 1 : offset;
-        yr[ow] = best;
-        ir[ow] = row_start + 2 * ow + offset;
-      }
-    }
-  }
-}
-
 }  // namespace
 
 template <class T>
 void max_pool2d_forward(const Pool2dParams& params, const T* x, T* y, std::int64_t* indices) {
   check_finalized(params, "max_pool2d_forward");
   const double cost = static_cast<double>(params.P * params.Q * params.kh * params.kw);
-  const bool k2s2 = params.kh == 2 && params.kw == 2 && params.sh == 2 && params.sw == 2 && params.ph == 0 &&
-                    params.pw == 0;
   parallel_for(params.N * params.C, cost, [&](Index begin, Index end) {
     const Pool2dParams p = params;  // a local copy: stores to y may alias the caller's as far as the compiler knows
-    if (k2s2) {
-      max_pool_2x2_planes(p, x, y, indices, begin, end);
-    } else {
-      max_pool_planes(p, x, y, indices, begin, end);
-    }
+    max_pool_planes(p, x, y, indices, begin, end);
   });
 }
 

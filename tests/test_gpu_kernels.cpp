@@ -20,6 +20,7 @@
 
 #include "kernels/layer_kernels.h"
 #include "cuda/context.h"
+#include "cuda/conv2d_igemm.h"
 #include "minidl/cuda.h"
 #include "minidl/errors.h"
 #include "reference_kernels.h"
@@ -275,6 +276,10 @@ TYPED_TEST(GpuKernels, Conv2dDeterministicModeIsBitwiseRepeatable) {
   }
 }
 
+/// TF32 rounds both factors to 10 mantissa bits (relative error 2^-11 each), so a product is off by at most
+/// about 1e-3 of its magnitude; the sum's error stays below that fraction of sum |x||w|.
+constexpr ConvTolerance kTf32{0, 1e-6, 1.5e-3};
+
 // TF32 results are only checked loosely (TF32 keeps 10 mantissa bits: roundoff 2^-11); what matters is that
 // switching TF32 back off selects the full-precision plan again instead of reusing the TF32 one cached for the
 // same shape.
@@ -289,35 +294,119 @@ TEST_F(GpuTest, Conv2dTf32SettingSelectsItsOwnPlan) {
 
 // A shape first seen while the stream is being captured cannot be timed (cudnnFind synchronises); it must take
 // cuDNN's heuristic choice, and the replayed graph must compute the right result.
+// With TF32 on, the untimed choice is minidl's own kernel, so the second shape covers that path.
 TEST_F(GpuTest, Conv2dFirstSeenDuringGraphCapture) {
-  std::mt19937 rng(11);
-  // A shape no other test uses, so no plan for it is cached yet.
-  const ConvProblem<float> prob({"capture_only_shape", 2, 3, 11, 9, 5, 3, 3, 1, 1, 1, 1}, rng);
-  const DeviceBuffer<float> x(prob.x), w(prob.w), b(prob.b);
-  DeviceBuffer<float> y(prob.ys);
-  // Create the handle and a workspace beforehand: both allocate, which capture forbids.
-  gpu::cudnn();
-  gpu::workspace(std::size_t{64} << 20);
-  cudaGraph_t graph = nullptr;
-  MINIDL_CUDA_CHECK(cudaStreamBeginCapture(gpu::stream(), cudaStreamCaptureModeRelaxed));
-  try {
-    gpu::conv2d_forward<float>(prob.p, x.get(), w.get(), b.get(), y.get());
-  } catch (const std::exception& e) {
-    (void)cudaStreamEndCapture(gpu::stream(), &graph);
-    if (graph) cudaGraphDestroy(graph);
-    FAIL() << "conv2d_forward during capture threw: " << e.what();
+  for (const bool tf32 : {false, true}) {
+    SCOPED_TRACE(tf32 ? "TF32 on" : "TF32 off");
+    cuda::set_allow_tf32(tf32, false);
+    std::mt19937 rng(11);
+    // Shapes no other test uses, so no plan for them is cached yet.
+    const ConvProblem<float> prob({"capture_only_shape", 2, 3, 11, 9, tf32 ? 6 : 5, 3, 3, 1, 1, 1, 1}, rng);
+    const DeviceBuffer<float> x(prob.x), w(prob.w), b(prob.b);
+    DeviceBuffer<float> y(prob.ys);
+    // Create the handle and a workspace beforehand: both allocate, which capture forbids.
+    gpu::cudnn();
+    gpu::workspace(std::size_t{64} << 20);
+    cudaGraph_t graph = nullptr;
+    MINIDL_CUDA_CHECK(cudaStreamBeginCapture(gpu::stream(), cudaStreamCaptureModeRelaxed));
+    try {
+      gpu::conv2d_forward<float>(prob.p, x.get(), w.get(), b.get(), y.get());
+    } catch (const std::exception& e) {
+      (void)cudaStreamEndCapture(gpu::stream(), &graph);
+      if (graph) cudaGraphDestroy(graph);
+      FAIL() << "conv2d_forward during capture threw: " << e.what();
+    }
+    MINIDL_CUDA_CHECK(cudaStreamEndCapture(gpu::stream(), &graph));
+    cudaGraphExec_t exec = nullptr;
+    MINIDL_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+    MINIDL_CUDA_CHECK(cudaGraphLaunch(exec, gpu::stream()));
+    const std::vector<float> got = y.host();
+    cudaGraphExecDestroy(exec);
+    cudaGraphDestroy(graph);
+    const ConvTolerance tol = tf32 ? kTf32 : full_precision<float>();
+    expect_all_close(got, prob.y_ref, "y", tol.rtol, tol.atol, &prob.y_mag, tol.sum_rtol);
+    // Eager calls reuse the plan chosen during capture.
+    check_conv(prob, tol);
   }
-  MINIDL_CUDA_CHECK(cudaStreamEndCapture(gpu::stream(), &graph));
-  cudaGraphExec_t exec = nullptr;
-  MINIDL_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  MINIDL_CUDA_CHECK(cudaGraphLaunch(exec, gpu::stream()));
-  const std::vector<float> got = y.host();
-  cudaGraphExecDestroy(exec);
-  cudaGraphDestroy(graph);
-  const ConvTolerance tol = full_precision<float>();
-  expect_all_close(got, prob.y_ref, "y", tol.rtol, tol.atol, &prob.y_mag, tol.sum_rtol);
-  // Eager calls reuse the plan chosen during capture.
-  check_conv(prob, tol);
+}
+
+// ---- minidl's implicit-GEMM convolution (TF32), called directly: the search may prefer cuDNN for a shape ---
+
+std::vector<ConvCase> igemm_cases() {
+  std::vector<ConvCase> cases = conv_cases();
+  // Tails in every tile dimension: output pixels, output channels (64 per tile) and reduction (32 per tile).
+  cases.push_back({"tails_K70_C37", 3, 37, 13, 11, 70, 3, 3, 1, 1, 1, 1});
+  cases.push_back({"1x1_C130_K130", 2, 130, 5, 5, 130, 1, 1});
+  cases.push_back({"5x5_pad2_dilation3", 2, 6, 17, 15, 9, 5, 5, 1, 1, 2, 2, 3, 3});
+  cases.push_back({"mnist_conv2_batch32", 32, 32, 26, 26, 64, 3, 3});
+  return cases;
+}
+
+TEST_F(GpuTest, ImplicitGemmConv2dMatchesReference) {
+  std::mt19937 rng(4321);
+  int covered[3] = {0, 0, 0};
+  for (const ConvCase& c : igemm_cases()) {
+    SCOPED_TRACE(c.name);
+    const ConvProblem<float> prob(c, rng);
+    const kernels::Conv2dParams& p = prob.p;
+    const DeviceBuffer<float> x(prob.x), w(prob.w), b(prob.b), dy(prob.dy);
+    if (gpu::igemm_supports(p, gpu::ConvPass::kForward)) {
+      ++covered[0];
+      DeviceBuffer<float> y(prob.ys);
+      gpu::igemm_conv2d_forward(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y.get());
+      expect_all_close(y.host(), prob.y_ref, "y", kTf32.rtol, kTf32.atol, &prob.y_mag, kTf32.sum_rtol);
+    }
+    if (gpu::igemm_supports(p, gpu::ConvPass::kBackwardInput)) {
+      ++covered[1];
+      DeviceBuffer<float> dx(prob.xs);
+      gpu::igemm_conv2d_backward_input(p, dy.get(), w.get(), dx.get());
+      expect_all_close(dx.host(), prob.dx_ref, "dx", kTf32.rtol, kTf32.atol, &prob.dx_mag, kTf32.sum_rtol);
+    }
+    if (gpu::igemm_supports(p, gpu::ConvPass::kBackwardWeight)) {
+      ++covered[2];
+      DeviceBuffer<float> dw1(prob.ws), dw2(prob.ws);
+      gpu::igemm_conv2d_backward_weight(p, x.get(), dy.get(), dw1.get());
+      expect_all_close(dw1.host(), prob.dw_ref, "dw", kTf32.rtol, kTf32.atol, &prob.dw_mag, kTf32.sum_rtol);
+      // The batch splits are summed in a fixed order.
+      gpu::igemm_conv2d_backward_weight(p, x.get(), dy.get(), dw2.get());
+      EXPECT_EQ(dw1.host(), dw2.host());
+    }
+  }
+  // Everything but the grouped cases, and for the input gradient the strided ones, runs the own kernels.
+  EXPECT_EQ(covered[0], 12);
+  EXPECT_EQ(covered[1], 10);
+  EXPECT_EQ(covered[2], 12);
+}
+
+// Through the public entry points with TF32 on: whichever of cuDNN and the own kernel the search picks per
+// pass, results stay within TF32 rounding, also on the cached plan.
+TEST_F(GpuTest, Conv2dWithTf32MatchesReference) {
+  cuda::set_allow_tf32(true, false);
+  std::mt19937 rng(99);
+  for (const ConvCase& c : igemm_cases()) {
+    SCOPED_TRACE(c.name);
+    const ConvProblem<float> prob(c, rng);
+    check_conv(prob, kTf32);
+    check_conv(prob, kTf32);
+  }
+}
+
+TEST_F(GpuTest, ImplicitGemmDeclinesWhatItDoesNotHandle) {
+  kernels::Conv2dParams p;
+  p.N = 2, p.C = 4, p.H = 9, p.W = 9, p.K = 6, p.R = 3, p.S = 3;
+  p.finalize("test conv");
+  EXPECT_TRUE(gpu::igemm_supports(p, gpu::ConvPass::kBackwardInput));
+  p.stride_h = 2;
+  p.finalize("test conv");
+  EXPECT_TRUE(gpu::igemm_supports(p, gpu::ConvPass::kForward));
+  EXPECT_FALSE(gpu::igemm_supports(p, gpu::ConvPass::kBackwardInput));  // strided input gradient
+  p.stride_h = 1, p.groups = 2;
+  p.finalize("test conv");
+  EXPECT_FALSE(gpu::igemm_supports(p, gpu::ConvPass::kForward));
+  p.groups = 1, p.N = std::int64_t{1} << 27;  // 2^27 * 4 * 81 elements: past 32-bit offsets
+  p.finalize("test conv");
+  EXPECT_FALSE(gpu::igemm_supports(p, gpu::ConvPass::kForward));
+  EXPECT_FALSE(gpu::igemm_supports(p, gpu::ConvPass::kBackwardWeight));
 }
 
 TEST_F(GpuTest, Conv2dRejectsInvalidParams) {

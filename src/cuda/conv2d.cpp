@@ -1,10 +1,12 @@
-// 2-d convolution on the GPU through cuDNN's legacy API (declared with the CPU version in kernels/layer_kernels.h).
+// 2-d convolution on the GPU (declared with the CPU version in kernels/layer_kernels.h): cuDNN's legacy API, or
+// with TF32 allowed and float data minidl's own implicit-GEMM kernels (conv2d_igemm.h), whichever is faster.
 //
 // Algorithm choice: the first call of each pass for a shape (all Conv2dParams fields, dtype, the TF32 and
 // deterministic settings, the device) times the candidates with cudnnFind*AlgorithmEx, which runs kernels and
-// synchronises the stream, and caches the winner; later calls only launch. During CUDA-graph capture that
-// search is impossible, so a shape first seen while capturing takes cuDNN's heuristic choice instead (and keeps
-// it): run one step eagerly before capturing to get the measured choice.
+// synchronises the stream, times the own kernel the same way, and caches the winner; later calls only launch.
+// During CUDA-graph capture that search is impossible, so a shape first seen while capturing takes the own
+// kernel where it applies and cuDNN's heuristic choice otherwise (and keeps it): run one step eagerly before
+// capturing to get the measured choice.
 #include "kernels/layer_kernels.h"
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include <vector>
 
 #include "cuda/context.h"
+#include "cuda/conv2d_igemm.h"
 #include "cuda/cudnn_tensor.h"
 #include "minidl/cuda.h"
 
@@ -88,6 +91,8 @@ std::string describe(const Conv2dParams& p) {
 struct Algorithm {
   int algo = 0;
   std::size_t workspace_bytes = 0;
+  float time_ms = 0;  // as measured by the search; 0 when chosen without timing
+  bool own = false;   // minidl's implicit-GEMM kernel instead of cuDNN's algorithm `algo`
 };
 
 /// Descriptors of one shape and settings, and the algorithm of each pass once chosen.
@@ -202,12 +207,50 @@ Algorithm choose_algorithm(Pass pass, int algo_count, const Settings& s, bool (*
   }
   if (pick) {
     MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), pick->mathType));
-    return {static_cast<int>(pick->algo), pick->memory};
+    return {static_cast<int>(pick->algo), pick->memory, pick->time, false};
   }
   throw CudaError(detail::str(kPassNames[pass], ": cuDNN offers no algorithm for ", describe(p),
                               s.deterministic ? " that is deterministic" : "",
                               s.math == CUDNN_FMA_MATH ? " in full FP32 precision (TF32 off)" : "",
                               " within a workspace of ", limit, " bytes (", returned, " candidates)"));
+}
+
+/// Milliseconds per run of `launch` on stream(), the mean of three after one warm-up run.
+template <class Launch>
+float time_on_stream(Launch launch) {
+  struct Events {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ~Events() {
+      if (start) cudaEventDestroy(start);
+      if (stop) cudaEventDestroy(stop);
+    }
+  } e;
+  MINIDL_CUDA_CHECK(cudaEventCreate(&e.start));
+  MINIDL_CUDA_CHECK(cudaEventCreate(&e.stop));
+  constexpr int kRuns = 3;
+  launch();
+  MINIDL_CUDA_CHECK(cudaEventRecord(e.start, stream()));
+  for (int i = 0; i < kRuns; ++i) launch();
+  MINIDL_CUDA_CHECK(cudaEventRecord(e.stop, stream()));
+  MINIDL_CUDA_CHECK(cudaEventSynchronize(e.stop));
+  float ms = 0;
+  MINIDL_CUDA_CHECK(cudaEventElapsedTime(&ms, e.start, e.stop));
+  return ms / kRuns;
+}
+
+/// cuDNN's pick for a pass, or the own implicit-GEMM kernel (`launch` runs it) when it applies and is faster.
+/// It applies to float data with TF32 allowed; it is deterministic, so the deterministic setting keeps it.
+/// During capture it cannot be timed and is taken untimed: on the shapes it was written for (the example's
+/// convolutions) it beats every cuDNN algorithm.
+template <class Launch>
+Algorithm consider_own(const Algorithm& cudnn_pick, const Conv2dParams& p, ConvPass pass, const Settings& s,
+                       Launch launch) {
+  if (s.math != CUDNN_TENSOR_OP_MATH || !igemm_supports(p, pass)) return cudnn_pick;
+  Algorithm own;
+  own.own = true;
+  if (stream_is_capturing()) return own;
+  own.time_ms = time_on_stream(launch);
+  return own.time_ms < cudnn_pick.time_ms ? own : cudnn_pick;
 }
 
 /// Every plan of the process, shared by all passes and data types. Plans live until the process ends.
@@ -251,7 +294,7 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
   cudnnHandle_t h = cudnn();
   const Plan& plan = prepare<T>(p, kForward, [&](Plan& pl, const Settings& s) {
     const ConvolutionDescriptor& conv = pl.conv[kForward];
-    return choose_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
+    Algorithm best = choose_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
         kForward, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, s, never_excluded, p, conv,
         [&](int a, std::size_t* bytes) {
           return cudnnGetConvolutionForwardWorkspaceSize(h, pl.x.get(), pl.w.get(), conv.get(), pl.y.get(),
@@ -265,8 +308,15 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
           MINIDL_CUDNN_CHECK(
               cudnnGetConvolutionForwardAlgorithm_v7(h, pl.x.get(), pl.w.get(), conv.get(), pl.y.get(), n, got, r));
         });
+    if constexpr (std::is_same<T, float>::value) {
+      best = consider_own(best, p, ConvPass::kForward, s, [&] { igemm_conv2d_forward(p, x, w, bias, y); });
+    }
+    return best;
   });
   const Algorithm& a = plan.algo[kForward];
+  if constexpr (std::is_same<T, float>::value) {
+    if (a.own) return igemm_conv2d_forward(p, x, w, bias, y);
+  }
   const T one = 1, zero = 0;
   MINIDL_CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x.get(), x, plan.w.get(), w, plan.conv[kForward].get(),
                                              static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), workspace_for(a),
@@ -280,7 +330,7 @@ void conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx
   cudnnHandle_t h = cudnn();
   const Plan& plan = prepare<T>(p, kBackwardData, [&](Plan& pl, const Settings& s) {
     const ConvolutionDescriptor& conv = pl.conv[kBackwardData];
-    return choose_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
+    Algorithm best = choose_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
         kBackwardData, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, s, nondeterministic_backward_data, p, conv,
         [&](int a, std::size_t* bytes) {
           return cudnnGetConvolutionBackwardDataWorkspaceSize(h, pl.w.get(), pl.y.get(), conv.get(), pl.x.get(),
@@ -294,8 +344,15 @@ void conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx
           MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, pl.w.get(), pl.y.get(), conv.get(),
                                                                          pl.x.get(), n, got, r));
         });
+    if constexpr (std::is_same<T, float>::value) {
+      best = consider_own(best, p, ConvPass::kBackwardInput, s, [&] { igemm_conv2d_backward_input(p, dy, w, dx); });
+    }
+    return best;
   });
   const Algorithm& a = plan.algo[kBackwardData];
+  if constexpr (std::is_same<T, float>::value) {
+    if (a.own) return igemm_conv2d_backward_input(p, dy, w, dx);
+  }
   const T one = 1, zero = 0;
   MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w.get(), w, plan.y.get(), dy,
                                                   plan.conv[kBackwardData].get(),
@@ -309,7 +366,7 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
   cudnnHandle_t h = cudnn();
   const Plan& plan = prepare<T>(p, kBackwardFilter, [&](Plan& pl, const Settings& s) {
     const ConvolutionDescriptor& conv = pl.conv[kBackwardFilter];
-    return choose_algorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
+    Algorithm best = choose_algorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
         kBackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, s, nondeterministic_backward_filter, p, conv,
         [&](int a, std::size_t* bytes) {
           return cudnnGetConvolutionBackwardFilterWorkspaceSize(
@@ -324,13 +381,24 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
           MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, pl.x.get(), pl.y.get(), conv.get(),
                                                                            pl.w.get(), n, got, r));
         });
+    if constexpr (std::is_same<T, float>::value) {
+      best = consider_own(best, p, ConvPass::kBackwardWeight, s, [&] { igemm_conv2d_backward_weight(p, x, dy, dw); });
+    }
+    return best;
   });
   const Algorithm& a = plan.algo[kBackwardFilter];
   const T one = 1, zero = 0;
-  MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x.get(), x, plan.y.get(), dy,
-                                                    plan.conv[kBackwardFilter].get(),
-                                                    static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
-                                                    workspace_for(a), a.workspace_bytes, &zero, plan.w.get(), dw));
+  bool own = false;
+  if constexpr (std::is_same<T, float>::value) {
+    if (a.own) igemm_conv2d_backward_weight(p, x, dy, dw);
+    own = a.own;
+  }
+  if (!own) {
+    MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x.get(), x, plan.y.get(), dy,
+                                                      plan.conv[kBackwardFilter].get(),
+                                                      static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
+                                                      workspace_for(a), a.workspace_bytes, &zero, plan.w.get(), dw));
+  }
   if (dbias) {
     MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, plan.y.get(), dy, &zero, plan.bias.get(), dbias));
   }

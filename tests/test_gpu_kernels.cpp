@@ -276,9 +276,10 @@ TYPED_TEST(GpuKernels, Conv2dDeterministicModeIsBitwiseRepeatable) {
   }
 }
 
-/// TF32 rounds both factors to 10 mantissa bits (relative error 2^-11 each), so a product is off by at most
-/// about 1e-3 of its magnitude; the sum's error stays below that fraction of sum |x||w|.
-constexpr ConvTolerance kTf32{0, 1e-6, 1.5e-3};
+/// TF32 keeps 10 mantissa bits of each factor: rounded (cuDNN) that is a relative error up to 2^-11, truncated
+/// (minidl's kernels feed fp32 bits to the tensor cores) up to 2^-10, so a product is off by at most 2e-3 of
+/// its magnitude, and the sum by at most that fraction of sum |x||w| plus the fp32 accumulation.
+constexpr ConvTolerance kTf32{0, 1e-6, 2.5e-3};
 
 // TF32 results are only checked loosely (TF32 keeps 10 mantissa bits: roundoff 2^-11); what matters is that
 // switching TF32 back off selects the full-precision plan again instead of reusing the TF32 one cached for the

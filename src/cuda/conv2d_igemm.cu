@@ -18,6 +18,8 @@
 #include <algorithm>
 #include <climits>
 #include <cstdint>
+#include <map>
+#include <mutex>
 
 #include "cuda/context.h"
 
@@ -72,12 +74,32 @@ struct Gather {
     left = column * col_mul + col_off;
     base = image * src_image + top * src_w + left;
   }
-  __device__ float load(int base, int top, int left, const Tap& t) const {
+  /// Whether element (m, k) lies inside the source; `ptr` receives its address, or a valid dummy address.
+  __device__ bool at(int base, int top, int left, const Tap& t, const float*& ptr) const {
     const bool inside = static_cast<unsigned>(top + t.dr) < static_cast<unsigned>(src_h) &&
                         static_cast<unsigned>(left + t.ds) < static_cast<unsigned>(src_w);
-    return inside ? __ldg(src + base + t.offset) : 0.f;
+    ptr = inside ? src + base + t.offset : src;
+    return inside;
   }
 };
+
+// cp.async (compute capability 8.0 on): global-to-shared copies that skip the registers, so a tile's loads
+// stay in flight while the tensor cores work on an earlier one. A copy whose predicate is false reads nothing
+// and writes zeros (source size 0): that is how padding, tile tails and out-of-range taps become zeros.
+__device__ __forceinline__ void copy_async(float* dst, const float* src, bool valid) {
+  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 4 : 0));
+}
+__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
+template <int kPending>
+__device__ __forceinline__ void wait_copies() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
+}
+
+// Tiles go through a ring of kStages shared-memory buffers: while tile t is multiplied, tiles t+1 and t+2 load.
+// The fp32 values go to the tensor cores as they are; TF32 math uses their upper 19 bits (truncation, which
+// the tests' tolerance allows for), which spares a conversion per fragment element.
+constexpr int kStages = 3;
 
 // ---- forward and input gradient ------------------------------------------------------------------------
 
@@ -91,81 +113,103 @@ struct GemmArgs {
   int out_image;
 };
 
-// 128 x 64 output tile per block of 8 warps, each warp 32 x 32; 32-deep reduction tiles.
-constexpr int kBM = 128, kBN = 64, kBK = 32, kThreads = 256;
+// A block computes a 128 x BN output tile with 8 warps (4 along m, 2 along the channels); the reduction runs in
+// tiles of 32. BN is 64, or 32 where there are only 32 channels (the example's conv1 and conv2's input gradient).
+constexpr int kBM = 128, kBK = 32, kThreads = 256;
 // Shared tiles are column-major for wmma (A as [k][m], B as [col][k], C as [col][m]); rows padded by 8 floats
 // against bank conflicts while keeping every fragment pointer 32-byte aligned, as wmma requires.
 constexpr int kLdA = kBM + 8, kLdB = kBK + 8, kLdC = kBM + 8;
-constexpr int kTileFloats = kBK * kLdA + kBN * kLdB;
-constexpr int kSmemFloats = kTileFloats > kBN * kLdC ? kTileFloats : kBN * kLdC;
-constexpr int kALoads = kBM * kBK / kThreads, kBLoads = kBN * kBK / kThreads;
-static_assert(kThreads % kBM == 0 && kThreads % kBK == 0, "load mapping");
+// The block's tap table (one entry per reduction index) sits behind the tiles in shared memory.
+constexpr int kMaxReduction = 4096;
 
+template <int BN>
+struct GemmTiles {
+  static constexpr int kStageFloats = kBK * kLdA + BN * kLdB;
+  static constexpr int kFloats = kStages * kStageFloats > BN * kLdC ? kStages * kStageFloats : BN * kLdC;
+  static constexpr int kFragsN = BN / 32;  // a warp's tile is 32 x BN/2: 2 x kFragsN fragments
+  static std::size_t bytes(int reduction_tiles) {
+    return sizeof(float) * kFloats + sizeof(Tap) * static_cast<std::size_t>(reduction_tiles) * kBK;
+  }
+};
+
+template <int BN>
 __global__ void __launch_bounds__(kThreads, 2) gather_gemm_kernel(GemmArgs g) {
 #if MINIDL_IGEMM_BODY
-  __shared__ __align__(128) float smem[kSmemFloats];
-  __shared__ Tap taps[2][kBK];
-  float* As = smem;
-  float* Bs = smem + kBK * kLdA;
+  using Tiles = GemmTiles<BN>;
+  extern __shared__ __align__(128) float smem[];
+  Tap* taps = reinterpret_cast<Tap*>(smem + Tiles::kFloats);
   const int tid = threadIdx.x, warp = tid / 32;
-  const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * kBN;
+  const int m0 = blockIdx.x * kBM, n0 = blockIdx.y * BN;
+  const int tiles = (g.K + kBK - 1) / kBK;
+  for (int k = tid; k < tiles * kBK; k += kThreads) taps[k] = g.a.tap(k, g.K);
 
-  // A: this thread loads row m of every tile, at reduction rows a_k, a_k + 2, ...
+  // A: this thread copies row m of every tile, at reduction rows a_k, a_k + 2, ...
   const int a_m = tid % kBM, a_k = tid / kBM;
   const int m = m0 + a_m;
-  const bool m_ok = m < g.M;
-  int image = 0, pixel = 0, base = 0, top = kOutOfRange, left = kOutOfRange;
-  if (m_ok) g.a.locate(m, image, pixel, base, top, left);
-  // B: reduction row b_k of output channels b_n, b_n + 8, ...
+  int image = 0, pixel = 0, base = 0, top = kOutOfRange, left = kOutOfRange;  // out of range: copies zeros
+  if (m < g.M) g.a.locate(m, image, pixel, base, top, left);
+  // B: reduction row b_k of channels b_n, b_n + 8, ...
   const int b_k = tid % kBK, b_n = tid / kBK;
+  constexpr int kARows = kThreads / kBM, kBCols = kThreads / kBK;
 
-  float ra[kALoads], rb[kBLoads];
-  auto load_tile = [&](const Tap* t) {
+  auto issue = [&](int t) {
+    float* As = smem + (t % kStages) * Tiles::kStageFloats;
+    float* Bs = As + kBK * kLdA;
+    const Tap* tt = taps + t * kBK;
 #pragma unroll
-    for (int i = 0; i < kALoads; ++i) ra[i] = g.a.load(base, top, left, t[a_k + i * (kThreads / kBM)]);
-    const Tap& tb = t[b_k];
+    for (int i = 0; i < kBK / kARows; ++i) {
+      const int row = a_k + i * kARows;
+      const float* src = nullptr;
+      const bool inside = g.a.at(base, top, left, tt[row], src);
+      copy_async(As + row * kLdA + a_m, src, inside);
+    }
+    const Tap& tb = tt[b_k];
 #pragma unroll
-    for (int i = 0; i < kBLoads; ++i) {
-      const int col = n0 + b_n + i * (kThreads / kBK);
-      rb[i] = (tb.weight >= 0 && col < g.N) ? __ldg(g.w + tb.weight + col * g.w_col) : 0.f;
+    for (int i = 0; i < BN / kBCols; ++i) {
+      const int c = b_n + i * kBCols, col = n0 + c;
+      const bool ok = tb.weight >= 0 && col < g.N;
+      copy_async(Bs + c * kLdB + b_k, ok ? g.w + tb.weight + col * g.w_col : g.w, ok);
     }
   };
 
-  wmma::fragment<wmma::accumulator, kFragM, kFragN, kFragK, float> acc[2][2];
+  constexpr int kFN = Tiles::kFragsN;
+  wmma::fragment<wmma::accumulator, kFragM, kFragN, kFragK, float> acc[2][kFN];
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
-    for (int j = 0; j < 2; ++j) wmma::fill_fragment(acc[i][j], 0.f);
-  const int wm = (warp % 4) * 32, wn = (warp / 4) * 32;
+    for (int j = 0; j < kFN; ++j) wmma::fill_fragment(acc[i][j], 0.f);
+  const int wm = (warp % 4) * 32, wn = (warp / 4) * (BN / 2);
 
-  const int tiles = (g.K + kBK - 1) / kBK;
-  if (tid < kBK) taps[0][tid] = g.a.tap(tid, g.K);
-  __syncthreads();
-  load_tile(taps[0]);
+  __syncthreads();  // the tap table
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (s < tiles) issue(s);
+    commit_copies();  // empty groups too, so that the wait below counts the same everywhere
+  }
   for (int t = 0; t < tiles; ++t) {
-#pragma unroll
-    for (int i = 0; i < kALoads; ++i) As[(a_k + i * (kThreads / kBM)) * kLdA + a_m] = wmma::__float_to_tf32(ra[i]);
-#pragma unroll
-    for (int i = 0; i < kBLoads; ++i) Bs[(b_n + i * (kThreads / kBK)) * kLdB + b_k] = wmma::__float_to_tf32(rb[i]);
-    // The other table was last read while loading tile t, before the barrier that ended iteration t - 1.
-    if (t + 1 < tiles && tid < kBK) taps[(t + 1) & 1][tid] = g.a.tap((t + 1) * kBK + tid, g.K);
+    wait_copies<kStages - 2>();
+    // Tile t has landed for every thread, and every warp is done with tile t - 1, whose buffer is refilled next.
     __syncthreads();
-    if (t + 1 < tiles) load_tile(taps[(t + 1) & 1]);  // in flight while the tensor cores work on tile t
+    if (t + kStages - 1 < tiles) issue(t + kStages - 1);
+    commit_copies();
+    const float* As = smem + (t % kStages) * Tiles::kStageFloats;
+    const float* Bs = As + kBK * kLdA;
 #pragma unroll
     for (int kk = 0; kk < kBK; kk += kFragK) {
       wmma::fragment<wmma::matrix_a, kFragM, kFragN, kFragK, wmma::precision::tf32, wmma::col_major> fa[2];
-      wmma::fragment<wmma::matrix_b, kFragM, kFragN, kFragK, wmma::precision::tf32, wmma::col_major> fb[2];
+      wmma::fragment<wmma::matrix_b, kFragM, kFragN, kFragK, wmma::precision::tf32, wmma::col_major> fb[kFN];
 #pragma unroll
       for (int i = 0; i < 2; ++i) wmma::load_matrix_sync(fa[i], As + kk * kLdA + wm + i * kFragM, kLdA);
 #pragma unroll
-      for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(fb[j], Bs + (wn + j * kFragN) * kLdB + kk, kLdB);
+      for (int j = 0; j < kFN; ++j) wmma::load_matrix_sync(fb[j], Bs + (wn + j * kFragN) * kLdB + kk, kLdB);
 #pragma unroll
       for (int i = 0; i < 2; ++i)
 #pragma unroll
-        for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+        for (int j = 0; j < kFN; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
     }
-    __syncthreads();
   }
+  wait_copies<0>();
+  __syncthreads();
 
   // Through shared memory so that each thread writes one output pixel of several channels: consecutive
   // threads write consecutive pixels of a channel plane.
@@ -173,12 +217,12 @@ __global__ void __launch_bounds__(kThreads, 2) gather_gemm_kernel(GemmArgs g) {
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
-    for (int j = 0; j < 2; ++j)
+    for (int j = 0; j < kFN; ++j)
       wmma::store_matrix_sync(Cs + (wn + j * kFragN) * kLdC + wm + i * kFragM, acc[i][j], kLdC, wmma::mem_col_major);
   __syncthreads();
-  if (!m_ok) return;
+  if (m >= g.M) return;
   float* out = g.out + image * g.out_image + pixel;
-  for (int c = a_k; c < kBN; c += kThreads / kBM) {
+  for (int c = a_k; c < BN; c += kARows) {
     const int col = n0 + c;
     if (col >= g.N) break;
     out[col * g.a.plane] = Cs[c * kLdC + a_m] + (g.bias ? __ldg(g.bias + col) : 0.f);
@@ -186,10 +230,28 @@ __global__ void __launch_bounds__(kThreads, 2) gather_gemm_kernel(GemmArgs g) {
 #endif
 }
 
-void launch_gather_gemm(const GemmArgs& g) {
-  const dim3 grid((g.M + kBM - 1) / kBM, (g.N + kBN - 1) / kBN);
-  gather_gemm_kernel<<<grid, kThreads, 0, stream()>>>(g);
+/// Per-device launch facts, looked up once (host calls cost microseconds, as much as a small kernel): the
+/// multiprocessor count, and the kernels' dynamic shared memory limit raised to the most they ever ask for.
+struct DeviceSetup {
+  int multiprocessors = 0;
+};
+const DeviceSetup& device_setup();
+
+template <int BN>
+void launch_gather_gemm_tiles(const GemmArgs& g) {
+  const std::size_t bytes = GemmTiles<BN>::bytes((g.K + kBK - 1) / kBK);
+  const dim3 grid((g.M + kBM - 1) / kBM, (g.N + BN - 1) / BN);
+  gather_gemm_kernel<BN><<<grid, kThreads, bytes, stream()>>>(g);
   MINIDL_CUDA_KERNEL_CHECK();
+}
+
+void launch_gather_gemm(const GemmArgs& g) {
+  device_setup();
+  if (g.N <= 32) {
+    launch_gather_gemm_tiles<32>(g);
+  } else {
+    launch_gather_gemm_tiles<64>(g);
+  }
 }
 
 /// The input of the convolution as the gathered operand, m over the output pixels (forward and weight gradient).
@@ -221,37 +283,39 @@ struct WeightGradArgs {
 // 64 output channels x 64 (c, r, s) per block of 4 warps, each 32 x 32; 32 output pixels per reduction tile.
 constexpr int kWM = 64, kWN = 64, kWK = 32, kWThreads = 128;
 constexpr int kLdW = kWK + 8, kLdWC = kWN + 8;  // A as [k][m] row-major, B as [crs][m] (col-major B), C as [k][crs]
-constexpr int kWTileFloats = kWM * kLdW + kWN * kLdW;
-constexpr int kWSmemFloats = kWTileFloats > kWM * kLdWC ? kWTileFloats : kWM * kLdWC;
-constexpr int kWLoads = kWM * kWK / kWThreads;
+constexpr int kWStageFloats = kWM * kLdW + kWN * kLdW;
+constexpr int kWSmemFloats = kStages * kWStageFloats > kWM * kLdWC ? kStages * kWStageFloats : kWM * kLdWC;
+constexpr std::size_t kWSmemBytes = sizeof(float) * kWSmemFloats;
 static_assert(kWM == kWN && kWThreads % kWK == 0, "load mapping");
 
-__global__ void __launch_bounds__(kWThreads, 4) weight_grad_kernel(WeightGradArgs g) {
+__global__ void __launch_bounds__(kWThreads, 3) weight_grad_kernel(WeightGradArgs g) {
 #if MINIDL_IGEMM_BODY
-  __shared__ __align__(128) float smem[kWSmemFloats];
+  extern __shared__ __align__(128) float smem[];
   __shared__ Tap taps[kWN];
-  float* As = smem;
-  float* Bs = smem + kWM * kLdW;
   const int tid = threadIdx.x, warp = tid / 32;
   const int k0 = blockIdx.x * kWM, c0 = blockIdx.y * kWN;
   // This block's taps are fixed: one table for the whole reduction.
   for (int i = tid; i < kWN; i += kWThreads) taps[i] = g.x.tap(c0 + i, g.CRS);
 
-  // Each thread loads one output pixel (column mm of the tile) for rows row, row + 4, ... of both operands.
+  // Each thread copies one output pixel (column mm of the tile) for rows row, row + 4, ... of both operands.
   const int mm = tid % kWK, row = tid / kWK;
   constexpr int kRowStep = kWThreads / kWK;
-  float ra[kWLoads], rb[kWLoads];
-  auto load_tile = [&](int mt) {
+  auto issue = [&](int mt) {
+    float* As = smem + (mt % kStages) * kWStageFloats;
+    float* Bs = As + kWM * kLdW;
     const int m = mt * kWK + mm;
     int image = 0, pixel = 0, base = 0, top = kOutOfRange, left = kOutOfRange;
     const bool m_ok = m < g.M;
     if (m_ok) g.x.locate(m, image, pixel, base, top, left);
     const float* dy = g.dy + image * g.dy_image + pixel;
 #pragma unroll
-    for (int i = 0; i < kWLoads; ++i) {
-      const int k = k0 + row + i * kRowStep;
-      ra[i] = (m_ok && k < g.K) ? __ldg(dy + k * g.x.plane) : 0.f;
-      rb[i] = g.x.load(base, top, left, taps[row + i * kRowStep]);
+    for (int i = 0; i < kWM / kRowStep; ++i) {
+      const int r = row + i * kRowStep, k = k0 + r;
+      const bool ok = m_ok && k < g.K;
+      copy_async(As + r * kLdW + mm, ok ? dy + k * g.x.plane : g.dy, ok);
+      const float* src = nullptr;
+      const bool inside = g.x.at(base, top, left, taps[r], src);
+      copy_async(Bs + r * kLdW + mm, src, inside);
     }
   };
 
@@ -265,16 +329,19 @@ __global__ void __launch_bounds__(kWThreads, 4) weight_grad_kernel(WeightGradArg
   const int m_tiles = (g.M + kWK - 1) / kWK;
   const int first = blockIdx.z * g.m_tiles_per_split;
   const int last = min(first + g.m_tiles_per_split, m_tiles);
-  __syncthreads();
-  if (first < last) load_tile(first);
-  for (int mt = first; mt < last; ++mt) {
+  __syncthreads();  // the tap table
 #pragma unroll
-    for (int i = 0; i < kWLoads; ++i) {
-      As[(row + i * kRowStep) * kLdW + mm] = wmma::__float_to_tf32(ra[i]);
-      Bs[(row + i * kRowStep) * kLdW + mm] = wmma::__float_to_tf32(rb[i]);
-    }
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (first + s < last) issue(first + s);
+    commit_copies();
+  }
+  for (int mt = first; mt < last; ++mt) {
+    wait_copies<kStages - 2>();
     __syncthreads();
-    if (mt + 1 < last) load_tile(mt + 1);
+    if (mt + kStages - 1 < last) issue(mt + kStages - 1);
+    commit_copies();
+    const float* As = smem + (mt % kStages) * kWStageFloats;
+    const float* Bs = As + kWM * kLdW;
 #pragma unroll
     for (int kk = 0; kk < kWK; kk += kFragK) {
       wmma::fragment<wmma::matrix_a, kFragM, kFragN, kFragK, wmma::precision::tf32, wmma::row_major> fa[2];
@@ -288,8 +355,9 @@ __global__ void __launch_bounds__(kWThreads, 4) weight_grad_kernel(WeightGradArg
 #pragma unroll
         for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
     }
-    __syncthreads();
   }
+  wait_copies<0>();
+  __syncthreads();
 
   float* Cs = smem;
 #pragma unroll
@@ -307,25 +375,48 @@ __global__ void __launch_bounds__(kWThreads, 4) weight_grad_kernel(WeightGradArg
 #endif
 }
 
-/// dw[i] = sum over the splits of partial[s * n + i], in split order.
+/// dw[i] = the sum over the splits of partial[s * n + i]: 32 outputs per block, 32 threads per output each
+/// summing every 32nd split, then one thread adding the 32 in order. The order is fixed, so the result is too.
+constexpr int kSumLanes = 32;
 __global__ void sum_splits_kernel(const float* partial, int splits, int n, float* dw) {
-  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < n; i += gridDim.x * blockDim.x) {
-    float s = 0.f;
-    for (int k = 0; k < splits; ++k) s += partial[static_cast<std::int64_t>(k) * n + i];
-    dw[i] = s;
+  __shared__ float sums[kSumLanes][kSumLanes + 1];
+  const int i = blockIdx.x * kSumLanes + threadIdx.x;
+  float s = 0.f;
+  if (i < n) {
+    for (int k = threadIdx.y; k < splits; k += kSumLanes) s += partial[static_cast<std::int64_t>(k) * n + i];
+  }
+  sums[threadIdx.y][threadIdx.x] = s;
+  __syncthreads();
+  if (threadIdx.y == 0 && i < n) {
+    float total = 0.f;
+    for (int k = 0; k < kSumLanes; ++k) total += sums[k][threadIdx.x];
+    dw[i] = total;
   }
 }
 
-int multiprocessors() {
-  int count = 0;
-  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&count, cudaDevAttrMultiProcessorCount, current_device()));
-  return count;
+const DeviceSetup& device_setup() {
+  static std::mutex mutex;
+  static std::map<int, DeviceSetup> setups;
+  const int device = current_device();
+  std::lock_guard<std::mutex> lock(mutex);
+  auto it = setups.find(device);
+  if (it != setups.end()) return it->second;
+  DeviceSetup d;
+  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  constexpr int kMaxTiles = kMaxReduction / kBK;
+  MINIDL_CUDA_CHECK(cudaFuncSetAttribute(gather_gemm_kernel<32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(GemmTiles<32>::bytes(kMaxTiles))));
+  MINIDL_CUDA_CHECK(cudaFuncSetAttribute(gather_gemm_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(GemmTiles<64>::bytes(kMaxTiles))));
+  MINIDL_CUDA_CHECK(cudaFuncSetAttribute(weight_grad_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                         static_cast<int>(kWSmemBytes)));
+  return setups.emplace(device, d).first->second;
 }
 
 /// Whether the kernels loaded for this device were compiled for compute capability 8.0 or later.
 bool kernels_have_tf32() {
   cudaFuncAttributes a{}, b{};
-  MINIDL_CUDA_CHECK(cudaFuncGetAttributes(&a, gather_gemm_kernel));
+  MINIDL_CUDA_CHECK(cudaFuncGetAttributes(&a, gather_gemm_kernel<64>));
   MINIDL_CUDA_CHECK(cudaFuncGetAttributes(&b, weight_grad_kernel));
   return a.binaryVersion >= 80 && b.binaryVersion >= 80;
 }
@@ -338,6 +429,9 @@ bool igemm_supports(const Conv2dParams& p, ConvPass pass) {
   if (p.groups != 1) return false;
   if (pass == ConvPass::kBackwardInput && (p.stride_h != 1 || p.stride_w != 1)) return false;
   if (!kernels_have_tf32()) return false;
+  // The forward and input-gradient kernels hold a tap table of the whole reduction in shared memory.
+  const std::int64_t reduction = pass == ConvPass::kBackwardInput ? p.K * p.R * p.S : p.C * p.R * p.S;
+  if (pass != ConvPass::kBackwardWeight && reduction > kMaxReduction) return false;
   // A window's base offset (before the bounds check) lies outside its tensor by at most a few rows: the
   // padding, the dilated kernel extent and one stride.
   const std::int64_t reach = (p.pad_h + p.dil_h * p.R + p.stride_h + 1) *
@@ -382,20 +476,21 @@ void igemm_conv2d_backward_weight(const Conv2dParams& p, const float* x, const f
   g.dy = dy;
   g.M = static_cast<int>(p.N * p.P * p.Q), g.K = static_cast<int>(p.K), g.CRS = static_cast<int>(p.C * p.R * p.S);
   g.dy_image = static_cast<int>(p.K * p.P * p.Q);
-  // Few output tiles and a long reduction: split the pixels so that about four blocks per multiprocessor run,
-  // each with at least four reduction tiles.
+  // Few output tiles and a long reduction: split the pixels so that one wave of blocks (three per
+  // multiprocessor) runs, each with at least four reduction tiles.
   const int out_tiles = ((g.K + kWM - 1) / kWM) * ((g.CRS + kWN - 1) / kWN);
   const int m_tiles = (g.M + kWK - 1) / kWK;
-  int splits = std::max(1, std::min((4 * multiprocessors() + out_tiles - 1) / out_tiles, (m_tiles + 3) / 4));
+  int splits = std::max(1, std::min((3 * device_setup().multiprocessors + out_tiles - 1) / out_tiles, (m_tiles + 3) / 4));
   g.m_tiles_per_split = (m_tiles + splits - 1) / splits;
   splits = (m_tiles + g.m_tiles_per_split - 1) / g.m_tiles_per_split;
   const int n = g.K * g.CRS;
   g.partial = splits == 1 ? dw : static_cast<float*>(workspace(sizeof(float) * static_cast<std::size_t>(n) * splits));
   const dim3 grid((g.K + kWM - 1) / kWM, (g.CRS + kWN - 1) / kWN, splits);
-  weight_grad_kernel<<<grid, kWThreads, 0, stream()>>>(g);
+  weight_grad_kernel<<<grid, kWThreads, kWSmemBytes, stream()>>>(g);
   MINIDL_CUDA_KERNEL_CHECK();
   if (splits > 1) {
-    sum_splits_kernel<<<blocks_for(n), 256, 0, stream()>>>(g.partial, splits, n, dw);
+    sum_splits_kernel<<<(n + kSumLanes - 1) / kSumLanes, dim3(kSumLanes, kSumLanes), 0, stream()>>>(g.partial, splits,
+                                                                                                  n, dw);
     MINIDL_CUDA_KERNEL_CHECK();
   }
 }

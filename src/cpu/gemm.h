@@ -20,7 +20,8 @@ CpuIsa active_isa();
 const char* isa_name(CpuIsa isa);
 
 /// An m x n matrix view: element (i, j) is at data[i * rs + j * cs]. An offset table replaces the stride of
-/// its axis: with row_offsets, element (i, j) is at data[row_offsets[i] + j * cs] (likewise col_offsets).
+/// its axis: with row_offsets, element (i, j) is at data[row_offsets[i] + j * cs] (likewise col_offsets; with
+/// both, at data[row_offsets[i] + col_offsets[j]]).
 /// Tables describe matrices no stride can, such as the im2col matrix of a convolution read straight from
 /// the image (the taps of each row start at their own offset).
 template <class T>

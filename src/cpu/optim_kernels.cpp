@@ -12,10 +12,12 @@ namespace cpu {
 namespace {
 
 /// update(i, p, g, state) for i in [begin, end), compiled per instruction set. The arrays are declared apart
-/// (restrict), so the compiler can take the functor's branches on its settings out of the loop and vectorise
-/// what is left; through the pointer table alone it keeps a scalar loop.
+/// (restrict) and the functor is taken by value, so the compiler can take the functor's branches on its
+/// settings out of the loop and vectorise what is left. Through the pointer table alone it keeps a scalar loop;
+/// through a reference to the functor, whose settings any store to p might change as far as it knows, it
+/// reloaded and tested them for every element (a scalar loop as well).
 template <class T, class F>
-MINIDL_CPU_CLONES void update_range(const F& update, T* __restrict p, const T* __restrict g, T* __restrict s0,
+MINIDL_CPU_CLONES void update_range(const F update, T* __restrict p, const T* __restrict g, T* __restrict s0,
                                     T* __restrict s1, T* __restrict s2, std::int64_t begin, std::int64_t end) {
   static_assert(kernels::kMaxOptimStates == 3, "one restrict pointer per state buffer");
   T* const state[kernels::kMaxOptimStates] = {s0, s1, s2};

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cmath>
 #include <limits>
+#include <vector>
 
 #include "cpu/cpu_clones.h"
 #include "cpu/window_span.h"
@@ -67,10 +68,12 @@ inline void max_pool_tap(const T* __restrict xr, Index base, Index sw, Span cols
 /// Max pooling of planes [begin, end), one output row at a time, window element by window element: each
 /// output's running maximum is a chain of dependent compare-and-selects, and this order runs the independent
 /// chains of a whole row side by side (in vector lanes) instead of one chain at a time. Each window is still
-/// visited in row-major order, which the first-maximum rule depends on.
+/// visited in row-major order, which the first-maximum rule depends on. `cols[j]` is inside() of window
+/// column j, the same for every row: its integer division is paid once, not once per output row (that was an
+/// eighth of the time).
 template <class T>
-MINIDL_CPU_CLONES void max_pool_planes(const Pool2dParams& p, const T* x, T* y, std::int64_t* indices, Index begin,
-                                       Index end) {
+MINIDL_CPU_CLONES void max_pool_planes(const Pool2dParams& p, const T* x, T* y, std::int64_t* indices,
+                                       const Span* cols, Index begin, Index end) {
   for (Index plane = begin; plane < end; ++plane) {
     const T* xp = x + plane * p.H * p.W;
     for (Index oh = 0; oh < p.P; ++oh) {
@@ -82,8 +85,7 @@ MINIDL_CPU_CLONES void max_pool_planes(const Pool2dParams& p, const T* x, T* y, 
         arg[ow] = h0 * p.W + std::max<Index>(ow * p.sw - p.pw, 0);  // the window's first element
       }
       for (Index h = h0; h < h1; ++h)
-        for (Index j = 0; j < p.kw; ++j)
-          max_pool_tap(xp, h * p.W - p.pw + j, p.sw, inside(p.Q, p.W, p.sw, p.pw, j), best, arg);
+        for (Index j = 0; j < p.kw; ++j) max_pool_tap(xp, h * p.W - p.pw + j, p.sw, cols[j], best, arg);
     }
   }
 }
@@ -94,9 +96,11 @@ template <class T>
 void max_pool2d_forward(const Pool2dParams& params, const T* x, T* y, std::int64_t* indices) {
   check_finalized(params, "max_pool2d_forward");
   const double cost = static_cast<double>(params.P * params.Q * params.kh * params.kw);
+  std::vector<Span> cols;
+  for (Index j = 0; j < params.kw; ++j) cols.push_back(inside(params.Q, params.W, params.sw, params.pw, j));
   parallel_for(params.N * params.C, cost, [&](Index begin, Index end) {
     const Pool2dParams p = params;  // a local copy: stores to y may alias the caller's as far as the compiler knows
-    max_pool_planes(p, x, y, indices, begin, end);
+    max_pool_planes(p, x, y, indices, cols.data(), begin, end);
   });
 }
 

@@ -8,7 +8,9 @@
 #   OUTDIR     gets one log per tool and binary (TOOL.BINARY.log) and summary.txt
 # Prints one line per tool, "tool: N errors, M tests", and exits non-zero when a tool reported an error or a
 # test failed. Environment: COMPUTE_SANITIZER (the binary), MINIDL_SANITIZE_TOOLS (default all four),
-# MINIDL_SANITIZE_SUBSET (the gtest filter of the slower tools, see below).
+# MINIDL_SANITIZE_SUBSET (the gtest filter of the slower tools, see below; `all` selects every GPU test),
+# MINIDL_SANITIZE_JOBS (default 1: how many instrumented processes run at once; with more, each binary's tests
+# are split into that many gtest shards, so one long binary does not set the wall time).
 #
 # What runs:
 # - Tests are selected by name: every GPU test has Gpu, GPU or Cuda in its suite or test name.
@@ -43,6 +45,8 @@ tools=${MINIDL_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}
 gpu_filter='*Gpu*:*GPU*:*Cuda*:*CUDA*'
 excluded='LargeTensorGpu.*:OomGpuDeathTest.*:OpsGpu.OutOfMemoryIsAnException*:DistributedDataParallel.*:DdpWorker.*'
 subset=${MINIDL_SANITIZE_SUBSET:-'OpsGpu*:LayersGpu*:OptimGpu*:CudaGraph*:IndexSelectGpu*'}
+[[ $subset == all ]] && subset=$gpu_filter
+jobs=${MINIDL_SANITIZE_JOBS:-1}
 error_exit=86  # the sanitizer's exit status when it found errors, distinct from a failing test's 1
 
 if [[ ! -x $sanitizer ]]; then
@@ -61,36 +65,58 @@ summary=$out/summary.txt
 : >"$summary"
 status=0
 
-for tool in $tools; do
+# One instrumented process: TOOL BINARY SHARD. Writes its log and, in a .rc file, its exit status.
+run_one() {
+  local tool=$1 bin=$2 shard=$3 filter extra=()
   case $tool in
     memcheck) filter="$gpu_filter-$excluded"; extra=(--leak-check full) ;;
-    racecheck | initcheck | synccheck) filter="$subset-$excluded"; extra=() ;;
-    *) echo "$0: unknown tool $tool" >&2; exit 2 ;;
+    *) filter="$subset-$excluded" ;;
   esac
-  errors=0 tests=0 failed_binaries=()
+  local log=$out/$tool.$(basename "$bin").$shard.log
+  GTEST_TOTAL_SHARDS=$jobs GTEST_SHARD_INDEX=$shard \
+    "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode "$error_exit" --print-limit 200 \
+    "$bin" --gtest_filter="$filter" --gtest_brief=1 >"$log" 2>&1
+  local rc=$?
+  if [[ $rc -ne 0 ]] && grep -q "terminated before first instrumented API call" "$log"; then
+    # The selected tests made no CUDA call (e.g. test_diagnose's fakes): nothing for the tool to check, so
+    # the binary's own result counts.
+    GTEST_TOTAL_SHARDS=$jobs GTEST_SHARD_INDEX=$shard "$bin" --gtest_filter="$filter" --gtest_brief=1 >>"$log" 2>&1
+    rc=$?
+  fi
+  echo $rc >"$log.rc"
+}
+export -f run_one
+export sanitizer out gpu_filter excluded subset error_exit jobs
+
+# Number of tests a tool selects in a binary (gtest lists suites unindented, tests indented).
+count_tests() {
+  local filter="$subset-$excluded"
+  [[ $1 == memcheck ]] && filter="$gpu_filter-$excluded"
+  "$2" --gtest_filter="$filter" --gtest_list_tests 2>/dev/null | grep -c '^  '
+}
+
+for tool in $tools; do
+  case $tool in memcheck | racecheck | initcheck | synccheck) ;; *) echo "$0: unknown tool $tool" >&2; exit 2 ;; esac
   start=$SECONDS
+  tests=0 selected=()
   for bin in "${binaries[@]}"; do
     [[ -x $bin && -f $bin ]] || continue
-    name=$(basename "$bin")
-    # Number of selected tests in this binary (gtest lists suites unindented, tests indented).
-    n=$("$bin" --gtest_filter="$filter" --gtest_list_tests 2>/dev/null | grep -c '^  ')
+    n=$(count_tests "$tool" "$bin")
     [[ $n -gt 0 ]] || continue
-    log=$out/$tool.$name.log
-    "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode "$error_exit" --print-limit 200 \
-      "$bin" --gtest_filter="$filter" --gtest_brief=1 >"$log" 2>&1
-    rc=$?
-    if [[ $rc -ne 0 ]] && grep -q "terminated before first instrumented API call" "$log"; then
-      # The selected tests made no CUDA call (e.g. test_diagnose's fakes): nothing for the tool to check, so
-      # the binary's own result counts.
-      "$bin" --gtest_filter="$filter" --gtest_brief=1 >>"$log" 2>&1
-      rc=$?
-    fi
-    found=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | awk '{s += $3} END {print s + 0}')
-    if [[ $rc -eq $error_exit && $found -eq 0 ]]; then found=1; fi  # reported, though not in a summary line
-    errors=$((errors + found))
     tests=$((tests + n))
-    if [[ $rc -ne 0 ]]; then
-      failed_binaries+=("$name(exit $rc)")
+    selected+=("$bin")
+  done
+  for bin in "${selected[@]}"; do
+    for ((shard = 0; shard < jobs; ++shard)); do printf '%s\0%s\0%s\0' "$tool" "$bin" "$shard"; done
+  done | xargs -0 -n 3 -P "$jobs" bash -c 'run_one "$@"' run_one
+  errors=0 failed_binaries=()
+  for log in "$out/$tool".*.log; do
+    found=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | awk '{s += $3} END {print s + 0}')
+    rc=$(cat "$log.rc" 2>/dev/null || echo missing)
+    if [[ $rc == "$error_exit" && $found -eq 0 ]]; then found=1; fi  # reported, though not in a summary line
+    errors=$((errors + found))
+    if [[ $rc != 0 ]]; then
+      failed_binaries+=("$(basename "$log" .log)(exit $rc)")
       status=1
     fi
   done

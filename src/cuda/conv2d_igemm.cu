@@ -31,7 +31,7 @@ namespace wmma = nvcuda::wmma;
 using kernels::Conv2dParams;
 
 // TF32 fragments exist from compute capability 8.0 on. Code generated for an older architecture (a build with
-// such CMAKE_CUDA_ARCHITECTURES) leaves the kernels empty, and kernels_have_tf32() keeps them from being used.
+// such CMAKE_CUDA_ARCHITECTURES) leaves the kernels empty, and DeviceSetup::tf32_kernels keeps them from being used.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #define MINIDL_IGEMM_BODY 0
 #else
@@ -100,6 +100,51 @@ __device__ __forceinline__ void wait_copies() {
 // The fp32 values go to the tensor cores as they are; TF32 math uses their upper 19 bits (truncation, which
 // the tests' tolerance allows for), which spares a conversion per fragment element.
 constexpr int kStages = 3;
+
+/// Runs tiles [first, last) through the ring: `issue(t)` starts tile t's copies into buffer t % kStages, and
+/// `multiply(t)` consumes that buffer once the copies of every thread have landed. Returns with every copy done
+/// and the block synchronised, so that the epilogue can reuse the buffers.
+template <class Issue, class Multiply>
+__device__ __forceinline__ void run_pipeline(int first, int last, Issue issue, Multiply multiply) {
+#pragma unroll
+  for (int s = 0; s < kStages - 1; ++s) {
+    if (first + s < last) issue(first + s);
+    commit_copies();  // empty groups too, so that the wait below counts the same everywhere
+  }
+  for (int t = first; t < last; ++t) {
+    wait_copies<kStages - 2>();
+    // Tile t has landed for every thread, and every warp is done with tile t - 1, whose buffer is refilled next.
+    __syncthreads();
+    if (t + kStages - 1 < last) issue(t + kStages - 1);
+    commit_copies();
+    multiply(t);
+  }
+  wait_copies<0>();
+  __syncthreads();
+}
+
+template <int FN>
+using Accumulators = wmma::fragment<wmma::accumulator, kFragM, kFragN, kFragK, float>[2][FN];
+
+/// acc[i][j] += A_i B_j over a `depth`-deep tile in shared memory, a warp's 32 x 16·FN share of the block's
+/// tile: A_i is the 16-row fragment at a(i, kk) (layout ALayout, leading dimension lda), B_j the 16-column
+/// fragment at b(j, kk) (column-major, leading dimension ldb).
+template <class ALayout, int FN, int Depth, class APtr, class BPtr>
+__device__ __forceinline__ void multiply_tile(Accumulators<FN>& acc, APtr a, int lda, BPtr b, int ldb) {
+#pragma unroll
+  for (int kk = 0; kk < Depth; kk += kFragK) {
+    wmma::fragment<wmma::matrix_a, kFragM, kFragN, kFragK, wmma::precision::tf32, ALayout> fa[2];
+    wmma::fragment<wmma::matrix_b, kFragM, kFragN, kFragK, wmma::precision::tf32, wmma::col_major> fb[FN];
+#pragma unroll
+    for (int i = 0; i < 2; ++i) wmma::load_matrix_sync(fa[i], a(i, kk), lda);
+#pragma unroll
+    for (int j = 0; j < FN; ++j) wmma::load_matrix_sync(fb[j], b(j, kk), ldb);
+#pragma unroll
+    for (int i = 0; i < 2; ++i)
+#pragma unroll
+      for (int j = 0; j < FN; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
+  }
+}
 
 // ---- forward and input gradient ------------------------------------------------------------------------
 
@@ -173,7 +218,7 @@ __global__ void __launch_bounds__(kThreads, 2) gather_gemm_kernel(GemmArgs g) {
   };
 
   constexpr int kFN = Tiles::kFragsN;
-  wmma::fragment<wmma::accumulator, kFragM, kFragN, kFragK, float> acc[2][kFN];
+  Accumulators<kFN> acc;
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
@@ -181,35 +226,13 @@ __global__ void __launch_bounds__(kThreads, 2) gather_gemm_kernel(GemmArgs g) {
   const int wm = (warp % 4) * 32, wn = (warp / 4) * (BN / 2);
 
   __syncthreads();  // the tap table
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (s < tiles) issue(s);
-    commit_copies();  // empty groups too, so that the wait below counts the same everywhere
-  }
-  for (int t = 0; t < tiles; ++t) {
-    wait_copies<kStages - 2>();
-    // Tile t has landed for every thread, and every warp is done with tile t - 1, whose buffer is refilled next.
-    __syncthreads();
-    if (t + kStages - 1 < tiles) issue(t + kStages - 1);
-    commit_copies();
+  run_pipeline(0, tiles, issue, [&](int t) {
     const float* As = smem + (t % kStages) * Tiles::kStageFloats;
     const float* Bs = As + kBK * kLdA;
-#pragma unroll
-    for (int kk = 0; kk < kBK; kk += kFragK) {
-      wmma::fragment<wmma::matrix_a, kFragM, kFragN, kFragK, wmma::precision::tf32, wmma::col_major> fa[2];
-      wmma::fragment<wmma::matrix_b, kFragM, kFragN, kFragK, wmma::precision::tf32, wmma::col_major> fb[kFN];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) wmma::load_matrix_sync(fa[i], As + kk * kLdA + wm + i * kFragM, kLdA);
-#pragma unroll
-      for (int j = 0; j < kFN; ++j) wmma::load_matrix_sync(fb[j], Bs + (wn + j * kFragN) * kLdB + kk, kLdB);
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int j = 0; j < kFN; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
-    }
-  }
-  wait_copies<0>();
-  __syncthreads();
+    multiply_tile<wmma::col_major, kFN, kBK>(
+        acc, [&](int i, int kk) { return As + kk * kLdA + wm + i * kFragM; }, kLdA,
+        [&](int j, int kk) { return Bs + (wn + j * kFragN) * kLdB + kk; }, kLdB);
+  });
 
   // Through shared memory so that each thread writes one output pixel of several channels: consecutive
   // threads write consecutive pixels of a channel plane.
@@ -231,9 +254,11 @@ __global__ void __launch_bounds__(kThreads, 2) gather_gemm_kernel(GemmArgs g) {
 }
 
 /// Per-device launch facts, looked up once (host calls cost microseconds, as much as a small kernel): the
-/// multiprocessor count, and the kernels' dynamic shared memory limit raised to the most they ever ask for.
+/// multiprocessor count, whether the kernels loaded for the device were compiled for compute capability 8.0 or
+/// later, and (as a side effect) the kernels' dynamic shared memory limit raised to the most they ever ask for.
 struct DeviceSetup {
   int multiprocessors = 0;
+  bool tf32_kernels = false;
 };
 const DeviceSetup& device_setup();
 
@@ -319,7 +344,7 @@ __global__ void __launch_bounds__(kWThreads, 3) weight_grad_kernel(WeightGradArg
     }
   };
 
-  wmma::fragment<wmma::accumulator, kFragM, kFragN, kFragK, float> acc[2][2];
+  Accumulators<2> acc;
 #pragma unroll
   for (int i = 0; i < 2; ++i)
 #pragma unroll
@@ -330,34 +355,13 @@ __global__ void __launch_bounds__(kWThreads, 3) weight_grad_kernel(WeightGradArg
   const int first = blockIdx.z * g.m_tiles_per_split;
   const int last = min(first + g.m_tiles_per_split, m_tiles);
   __syncthreads();  // the tap table
-#pragma unroll
-  for (int s = 0; s < kStages - 1; ++s) {
-    if (first + s < last) issue(first + s);
-    commit_copies();
-  }
-  for (int mt = first; mt < last; ++mt) {
-    wait_copies<kStages - 2>();
-    __syncthreads();
-    if (mt + kStages - 1 < last) issue(mt + kStages - 1);
-    commit_copies();
+  run_pipeline(first, last, issue, [&](int mt) {
     const float* As = smem + (mt % kStages) * kWStageFloats;
     const float* Bs = As + kWM * kLdW;
-#pragma unroll
-    for (int kk = 0; kk < kWK; kk += kFragK) {
-      wmma::fragment<wmma::matrix_a, kFragM, kFragN, kFragK, wmma::precision::tf32, wmma::row_major> fa[2];
-      wmma::fragment<wmma::matrix_b, kFragM, kFragN, kFragK, wmma::precision::tf32, wmma::col_major> fb[2];
-#pragma unroll
-      for (int i = 0; i < 2; ++i) wmma::load_matrix_sync(fa[i], As + (wr + i * kFragM) * kLdW + kk, kLdW);
-#pragma unroll
-      for (int j = 0; j < 2; ++j) wmma::load_matrix_sync(fb[j], Bs + (wc + j * kFragN) * kLdW + kk, kLdW);
-#pragma unroll
-      for (int i = 0; i < 2; ++i)
-#pragma unroll
-        for (int j = 0; j < 2; ++j) wmma::mma_sync(acc[i][j], fa[i], fb[j], acc[i][j]);
-    }
-  }
-  wait_copies<0>();
-  __syncthreads();
+    multiply_tile<wmma::row_major, 2, kWK>(
+        acc, [&](int i, int kk) { return As + (wr + i * kFragM) * kLdW + kk; }, kLdW,
+        [&](int j, int kk) { return Bs + (wc + j * kFragN) * kLdW + kk; }, kLdW);
+  });
 
   float* Cs = smem;
 #pragma unroll
@@ -403,6 +407,10 @@ const DeviceSetup& device_setup() {
   if (it != setups.end()) return it->second;
   DeviceSetup d;
   MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device));
+  cudaFuncAttributes a{}, b{};
+  MINIDL_CUDA_CHECK(cudaFuncGetAttributes(&a, gather_gemm_kernel<64>));
+  MINIDL_CUDA_CHECK(cudaFuncGetAttributes(&b, weight_grad_kernel));
+  d.tf32_kernels = a.binaryVersion >= 80 && b.binaryVersion >= 80;
   constexpr int kMaxTiles = kMaxReduction / kBK;
   MINIDL_CUDA_CHECK(cudaFuncSetAttribute(gather_gemm_kernel<32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(GemmTiles<32>::bytes(kMaxTiles))));
@@ -413,14 +421,6 @@ const DeviceSetup& device_setup() {
   return setups.emplace(device, d).first->second;
 }
 
-/// Whether the kernels loaded for this device were compiled for compute capability 8.0 or later.
-bool kernels_have_tf32() {
-  cudaFuncAttributes a{}, b{};
-  MINIDL_CUDA_CHECK(cudaFuncGetAttributes(&a, gather_gemm_kernel<64>));
-  MINIDL_CUDA_CHECK(cudaFuncGetAttributes(&b, weight_grad_kernel));
-  return a.binaryVersion >= 80 && b.binaryVersion >= 80;
-}
-
 bool fits_int(std::int64_t v) { return v >= 0 && v < (std::int64_t{1} << 31); }
 
 }  // namespace
@@ -428,7 +428,7 @@ bool fits_int(std::int64_t v) { return v >= 0 && v < (std::int64_t{1} << 31); }
 bool igemm_supports(const Conv2dParams& p, ConvPass pass) {
   if (p.groups != 1) return false;
   if (pass == ConvPass::kBackwardInput && (p.stride_h != 1 || p.stride_w != 1)) return false;
-  if (!kernels_have_tf32()) return false;
+  if (!device_setup().tf32_kernels) return false;
   // The forward and input-gradient kernels hold a tap table of the whole reduction in shared memory.
   const std::int64_t reduction = pass == ConvPass::kBackwardInput ? p.K * p.R * p.S : p.C * p.R * p.S;
   if (pass != ConvPass::kBackwardWeight && reduction > kMaxReduction) return false;

@@ -57,6 +57,7 @@ int main(int argc, char** argv) {
               tf32 = "on";
   int threads = 0;
   std::int64_t train_limit = 0;
+  bool profile = false, show_algorithms = false;
   app.add_option("--data", data, "directory with the four IDX files");
   app.add_option("--device", device, "cpu or cuda");
   app.add_option("--batches", batches, "comma-separated batch sizes");
@@ -64,6 +65,12 @@ int main(int argc, char** argv) {
   app.add_option("--tf32", tf32, "comma-separated: on, off (TF32 in cuDNN convolutions)");
   app.add_option("--threads", threads, "CPU threads");
   app.add_option("--train-limit", train_limit, "use only the first N training images (CPU runs)");
+  app.add_flag("--profile", profile,
+               "bracket each timed epoch with cuda::profiler_start/stop, for `ncu --profile-from-start off` or "
+               "`nsys --capture-range=cudaProfilerApi`: the warm-up epoch (algorithm search, capture) is not profiled "
+               "and its timings stay undisturbed");
+  app.add_flag("--show-algorithms", show_algorithms,
+               "print the convolution algorithm search's choices (lines starting with CONV) at the end");
   CLI11_PARSE(app, argc, argv);
   if (threads > 0) minidl::set_num_threads(threads);
 
@@ -97,7 +104,9 @@ int main(int argc, char** argv) {
             minidl::cuda::reset_peak_memory_stats(dev.index());
             before = minidl::cuda::memory_stats(dev.index());
           }
+          if (cuda && profile) minidl::cuda::profiler_start();
           s = trainer.train_epoch(2);
+          if (cuda && profile) minidl::cuda::profiler_stop();
           if (cuda) after = minidl::cuda::memory_stats(dev.index());
           test = trainer.evaluate();
           graph_nodes = trainer.graph_nodes();
@@ -116,6 +125,9 @@ int main(int argc, char** argv) {
         std::fflush(stdout);
       }
     }
+  }
+  if (show_algorithms) {
+    for (const std::string& choice : minidl::cuda::conv2d_algorithm_choices()) std::printf("CONV %s\n", choice.c_str());
   }
   return 0;
 }

@@ -101,6 +101,17 @@ class CUDAGraph {
 /// True while the calling thread captures a graph on the current device.
 bool is_capturing();
 
+/// Bracket the region a profiler started with profiling off records (Nsight Compute's
+/// `--profile-from-start off`, Nsight Systems' `--capture-range=cudaProfilerApi`), as
+/// torch.cuda.profiler.start/stop. No-ops in a CPU-only build.
+void profiler_start();
+void profiler_stop();
+
+/// What the per-shape convolution algorithm search has decided so far in this process, one line per shape,
+/// settings and pass: who runs it (a cuDNN algorithm or one of minidl's own kernels), its measured time, and
+/// cuDNN's best time beside it. Empty in a CPU-only build.
+std::vector<std::string> conv2d_algorithm_choices();
+
 }  // namespace cuda
 
 /// Only deterministic algorithms (cuDNN, atomics-free reductions): same seed, bitwise-identical results.

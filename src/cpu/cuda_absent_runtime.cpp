@@ -24,6 +24,9 @@ void CUDAGraph::reset() {}
 bool CUDAGraph::captured() const { return false; }
 std::size_t CUDAGraph::num_nodes() const { return 0; }
 bool is_capturing() { return false; }
+void profiler_start() {}
+void profiler_stop() {}
+std::vector<std::string> conv2d_algorithm_choices() { return {}; }
 }  // namespace cuda
 }  // namespace minidl
 #endif

@@ -1,5 +1,7 @@
 // Per-device CUDA state: the library's stream and the cuBLAS/cuDNN handles bound to it, error translation,
 // and the workspace buffer shared by cuDNN and cuBLAS calls.
+#include <cuda_profiler_api.h>
+
 #include <cstdlib>
 #include <mutex>
 #include <string>
@@ -175,4 +177,9 @@ void release_workspace() {
 }
 
 }  // namespace gpu
+
+namespace cuda {
+void profiler_start() { MINIDL_CUDA_CHECK(cudaProfilerStart()); }
+void profiler_stop() { MINIDL_CUDA_CHECK(cudaProfilerStop()); }
+}  // namespace cuda
 }  // namespace minidl

@@ -1,12 +1,13 @@
-// 2-d convolution on the GPU (declared with the CPU version in kernels/layer_kernels.h): cuDNN's legacy API, or
-// with TF32 allowed and float data minidl's own implicit-GEMM kernels (conv2d_igemm.h), whichever is faster.
+// 2-d convolution on the GPU (declared with the CPU version in kernels/layer_kernels.h): cuDNN's legacy API,
+// with TF32 allowed and float data minidl's own implicit-GEMM kernels (conv2d_igemm.h), or for short reductions
+// (at most 32 taps) minidl's direct kernels (conv2d_direct.h), whichever is fastest.
 //
 // Algorithm choice: the first call of each pass for a shape (all Conv2dParams fields, dtype, the TF32 and
 // deterministic settings, the device) times the candidates with cudnnFind*AlgorithmEx, which runs kernels and
 // synchronises the stream, times the own kernel the same way, and caches the winner; later calls only launch.
 // During CUDA-graph capture that search is impossible, so a shape first seen while capturing takes the own
-// kernel where it applies and cuDNN's heuristic choice otherwise (and keeps it): run one step eagerly before
-// capturing to get the measured choice.
+// kernel where it applies (the direct one before the implicit GEMM) and cuDNN's heuristic choice otherwise (and
+// keeps it): run one step eagerly before capturing to get the measured choice.
 #include "kernels/layer_kernels.h"
 
 #include <algorithm>
@@ -21,6 +22,7 @@
 #include <vector>
 
 #include "cuda/context.h"
+#include "cuda/conv2d_direct.h"
 #include "cuda/conv2d_igemm.h"
 #include "cuda/cudnn_tensor.h"
 #include "minidl/cuda.h"
@@ -88,11 +90,15 @@ std::string describe(const Conv2dParams& p) {
                      ", dilation ", p.dil_h, "x", p.dil_w, ", groups ", p.groups);
 }
 
+/// Who runs a pass: cuDNN (its algorithm `algo`) or one of minidl's own kernels.
+enum class Impl { kCudnn, kImplicitGemm, kDirect };
+
 struct Algorithm {
   int algo = 0;
   std::size_t workspace_bytes = 0;
   float time_ms = 0;  // as measured by the search; 0 when chosen without timing
-  bool own = false;   // minidl's implicit-GEMM kernel instead of cuDNN's algorithm `algo`
+  Impl impl = Impl::kCudnn;
+  float cudnn_ms = 0;  // cuDNN's pick's time, also when an own kernel won (for conv2d_algorithm_choices)
 };
 
 /// Descriptors of one shape and settings, and the algorithm of each pass once chosen.
@@ -207,7 +213,7 @@ Algorithm choose_algorithm(Pass pass, int algo_count, const Settings& s, bool (*
   }
   if (pick) {
     MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), pick->mathType));
-    return {static_cast<int>(pick->algo), pick->memory, pick->time, false};
+    return {static_cast<int>(pick->algo), pick->memory, pick->time, Impl::kCudnn, pick->time};
   }
   throw CudaError(detail::str(kPassNames[pass], ": cuDNN offers no algorithm for ", describe(p),
                               s.deterministic ? " that is deterministic" : "",
@@ -238,19 +244,24 @@ float time_on_stream(Launch launch) {
   return ms / kRuns;
 }
 
-/// cuDNN's pick for a pass, or the own implicit-GEMM kernel (`launch` runs it) when it applies and is faster.
-/// It applies to float data with TF32 allowed; it is deterministic, so the deterministic setting keeps it.
-/// During capture it cannot be timed and is taken untimed: on the shapes it was written for (the example's
-/// convolutions) it beats every cuDNN algorithm.
+/// `best`, or the own kernel `impl` (`launch` runs it) when `applies` and it is faster. Both own kernel families
+/// are deterministic, so the deterministic setting keeps them. During capture they cannot be timed and are taken
+/// untimed: on the shapes they were written for (the example's convolutions) they beat every cuDNN algorithm.
 template <class Launch>
-Algorithm consider_own(const Algorithm& cudnn_pick, const Conv2dParams& p, ConvPass pass, const Settings& s,
-                       Launch launch) {
-  if (s.math != CUDNN_TENSOR_OP_MATH || !igemm_supports(p, pass)) return cudnn_pick;
+Algorithm consider_own(const Algorithm& best, Impl impl, bool applies, Launch launch) {
+  if (!applies) return best;
   Algorithm own;
-  own.own = true;
+  own.impl = impl;
+  own.algo = best.algo;  // cuDNN's pick, for the report
+  own.cudnn_ms = best.cudnn_ms;
   if (stream_is_capturing()) return own;
   own.time_ms = time_on_stream(launch);
-  return own.time_ms < cudnn_pick.time_ms ? own : cudnn_pick;
+  return own.time_ms < best.time_ms ? own : best;
+}
+
+/// The implicit-GEMM kernels take float data with TF32 allowed (they multiply on TF32 tensor cores).
+bool igemm_applies(const Conv2dParams& p, ConvPass pass, const Settings& s) {
+  return s.math == CUDNN_TENSOR_OP_MATH && igemm_supports(p, pass);
 }
 
 /// Every plan of the process, shared by all passes and data types. Plans live until the process ends.
@@ -278,6 +289,17 @@ const Plan& prepare(const Conv2dParams& p, Pass pass, Search search) {
     plan->chosen[pass] = true;
   }
   return *plan;
+}
+
+std::string describe_choice(const Algorithm& a) {
+  const char* who = a.impl == Impl::kDirect         ? "minidl direct kernel"
+                    : a.impl == Impl::kImplicitGemm ? "minidl implicit-GEMM kernel (TF32)"
+                                                    : "cuDNN";
+  std::string s = a.impl == Impl::kCudnn ? detail::str(who, " algorithm ", a.algo) : std::string(who);
+  if (a.time_ms <= 0) return s + ", chosen untimed (first seen during graph capture)";
+  s += detail::str(", ", a.time_ms, " ms");
+  if (a.impl != Impl::kCudnn) s += detail::str(" (cuDNN's best: algorithm ", a.algo, ", ", a.cudnn_ms, " ms)");
+  return s;
 }
 
 void* workspace_for(const Algorithm& a) { return a.workspace_bytes > 0 ? workspace(a.workspace_bytes) : nullptr; }
@@ -309,13 +331,16 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
               cudnnGetConvolutionForwardAlgorithm_v7(h, pl.x.get(), pl.w.get(), conv.get(), pl.y.get(), n, got, r));
         });
     if constexpr (std::is_same<T, float>::value) {
-      best = consider_own(best, p, ConvPass::kForward, s, [&] { igemm_conv2d_forward(p, x, w, bias, y); });
+      best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kForward, s),
+                          [&] { igemm_conv2d_forward(p, x, w, bias, y); });
     }
-    return best;
+    return consider_own(best, Impl::kDirect, direct_conv_supports(p),
+                        [&] { direct_conv2d_forward(p, x, w, bias, y); });
   });
   const Algorithm& a = plan.algo[kForward];
+  if (a.impl == Impl::kDirect) return direct_conv2d_forward(p, x, w, bias, y);
   if constexpr (std::is_same<T, float>::value) {
-    if (a.own) return igemm_conv2d_forward(p, x, w, bias, y);
+    if (a.impl == Impl::kImplicitGemm) return igemm_conv2d_forward(p, x, w, bias, y);
   }
   const T one = 1, zero = 0;
   MINIDL_CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x.get(), x, plan.w.get(), w, plan.conv[kForward].get(),
@@ -345,13 +370,14 @@ void conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx
                                                                          pl.x.get(), n, got, r));
         });
     if constexpr (std::is_same<T, float>::value) {
-      best = consider_own(best, p, ConvPass::kBackwardInput, s, [&] { igemm_conv2d_backward_input(p, dy, w, dx); });
+      best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardInput, s),
+                          [&] { igemm_conv2d_backward_input(p, dy, w, dx); });
     }
     return best;
   });
   const Algorithm& a = plan.algo[kBackwardData];
   if constexpr (std::is_same<T, float>::value) {
-    if (a.own) return igemm_conv2d_backward_input(p, dy, w, dx);
+    if (a.impl == Impl::kImplicitGemm) return igemm_conv2d_backward_input(p, dy, w, dx);
   }
   const T one = 1, zero = 0;
   MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w.get(), w, plan.y.get(), dy,
@@ -382,26 +408,32 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
                                                                            pl.w.get(), n, got, r));
         });
     if constexpr (std::is_same<T, float>::value) {
-      best = consider_own(best, p, ConvPass::kBackwardWeight, s, [&] { igemm_conv2d_backward_weight(p, x, dy, dw); });
+      best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardWeight, s),
+                          [&] { igemm_conv2d_backward_weight(p, x, dy, dw); });
     }
-    return best;
+    // Timed without the bias, like cuDNN's candidates.
+    return consider_own(best, Impl::kDirect, direct_conv_supports(p),
+                        [&] { direct_conv2d_backward_weight<T>(p, x, dy, dw, nullptr); });
   });
   const Algorithm& a = plan.algo[kBackwardFilter];
-  const T one = 1, zero = 0;
-  bool own = false;
+  // The direct kernel sums the bias gradient in the same pass.
+  if (a.impl == Impl::kDirect) return direct_conv2d_backward_weight(p, x, dy, dw, dbias);
+  bool done = false;
   if constexpr (std::is_same<T, float>::value) {
-    if (a.own) igemm_conv2d_backward_weight(p, x, dy, dw);
-    own = a.own;
+    if (a.impl == Impl::kImplicitGemm) igemm_conv2d_backward_weight(p, x, dy, dw);
+    done = a.impl == Impl::kImplicitGemm;
   }
-  if (!own) {
+  const T one = 1, zero = 0;
+  if (!done) {
     MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x.get(), x, plan.y.get(), dy,
                                                       plan.conv[kBackwardFilter].get(),
                                                       static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
                                                       workspace_for(a), a.workspace_bytes, &zero, plan.w.get(), dw));
   }
-  if (dbias) {
-    MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, plan.y.get(), dy, &zero, plan.bias.get(), dbias));
-  }
+  if (!dbias) return;
+  // The own channel sum is one deterministic pass; cuDNN's backward-bias kernel was slower on the H200.
+  if (conv2d_bias_grad_supports(p)) return conv2d_bias_grad(p, dy, dbias);
+  MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, plan.y.get(), dy, &zero, plan.bias.get(), dbias));
 }
 
 #define MINIDL_INSTANTIATE_CONV2D(T)                                                                     \
@@ -413,4 +445,26 @@ MINIDL_INSTANTIATE_CONV2D(double)
 #undef MINIDL_INSTANTIATE_CONV2D
 
 }  // namespace gpu
+
+namespace cuda {
+std::vector<std::string> conv2d_algorithm_choices() {
+  gpu::PlanCache& cache = gpu::plan_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  std::vector<std::string> lines;
+  for (const auto& [key, plan] : cache.plans) {
+    // key: N C H W K R S stride(2) pad(2) dilation(2) groups type math deterministic device
+    const std::string shape =
+        detail::str("cuda:", key[17], " input ", key[0], "x", key[1], "x", key[2], "x", key[3], ", weight ", key[4],
+                    "x", key[1] / key[13], "x", key[5], "x", key[6], ", stride ", key[7], "x", key[8], ", padding ",
+                    key[9], "x", key[10], ", dilation ", key[11], "x", key[12], ", groups ", key[13],
+                    key[14] == CUDNN_DATA_DOUBLE ? ", double" : ", float",
+                    key[15] == CUDNN_TENSOR_OP_MATH ? ", TF32 allowed" : "", key[16] ? ", deterministic" : "");
+    for (int pass = 0; pass < gpu::kNumPasses; ++pass) {
+      if (plan->chosen[pass]) lines.push_back(detail::str(gpu::kPassNames[pass], ", ", shape, ": ",
+                                                          gpu::describe_choice(plan->algo[pass])));
+    }
+  }
+  return lines;
+}
+}  // namespace cuda
 }  // namespace minidl

@@ -1,13 +1,12 @@
-// 2-d convolution on the GPU (declared with the CPU version in kernels/layer_kernels.h): cuDNN's legacy API,
-// with TF32 allowed and float data minidl's own implicit-GEMM kernels (conv2d_igemm.h), or for short reductions
-// (at most 32 taps) minidl's direct kernels (conv2d_direct.h), whichever is fastest.
+// 2-d convolution on the GPU (declared with the CPU version in kernels/layer_kernels.h): cuDNN's legacy API, or
+// with TF32 allowed and float data minidl's own implicit-GEMM kernels (conv2d_igemm.h), whichever is faster.
 //
 // Algorithm choice: the first call of each pass for a shape (all Conv2dParams fields, dtype, the TF32 and
 // deterministic settings, the device) times the candidates with cudnnFind*AlgorithmEx, which runs kernels and
 // synchronises the stream, times the own kernel the same way, and caches the winner; later calls only launch.
 // During CUDA-graph capture that search is impossible, so a shape first seen while capturing takes the own
-// kernel where it applies (the direct one before the implicit GEMM) and cuDNN's heuristic choice otherwise (and
-// keeps it): run one step eagerly before capturing to get the measured choice.
+// kernel where it applies and cuDNN's heuristic choice otherwise (and keeps it): run one step eagerly before
+// capturing to get the measured choice. cuda::conv2d_algorithm_choices() reports what was chosen.
 #include "kernels/layer_kernels.h"
 
 #include <algorithm>
@@ -22,7 +21,6 @@
 #include <vector>
 
 #include "cuda/context.h"
-#include "cuda/conv2d_direct.h"
 #include "cuda/conv2d_igemm.h"
 #include "cuda/cudnn_tensor.h"
 #include "minidl/cuda.h"
@@ -90,8 +88,8 @@ std::string describe(const Conv2dParams& p) {
                      ", dilation ", p.dil_h, "x", p.dil_w, ", groups ", p.groups);
 }
 
-/// Who runs a pass: cuDNN (its algorithm `algo`) or one of minidl's own kernels.
-enum class Impl { kCudnn, kImplicitGemm, kDirect };
+/// Who runs a pass: cuDNN (its algorithm `algo`) or minidl's own implicit-GEMM kernel.
+enum class Impl { kCudnn, kImplicitGemm };
 
 struct Algorithm {
   int algo = 0;
@@ -244,14 +242,14 @@ float time_on_stream(Launch launch) {
   return ms / kRuns;
 }
 
-/// `best`, or the own kernel `impl` (`launch` runs it) when `applies` and it is faster. Both own kernel families
-/// are deterministic, so the deterministic setting keeps them. During capture they cannot be timed and are taken
-/// untimed: on the shapes they were written for (the example's convolutions) they beat every cuDNN algorithm.
+/// `best`, or the own implicit-GEMM kernel (`launch` runs it) when it `applies` and is faster. It is
+/// deterministic, so the deterministic setting keeps it. During capture it cannot be timed and is taken
+/// untimed: on the example's first convolution it beats every cuDNN algorithm threefold (H200, 2026-11-30).
 template <class Launch>
-Algorithm consider_own(const Algorithm& best, Impl impl, bool applies, Launch launch) {
+Algorithm consider_own(const Algorithm& best, bool applies, Launch launch) {
   if (!applies) return best;
   Algorithm own;
-  own.impl = impl;
+  own.impl = Impl::kImplicitGemm;
   own.algo = best.algo;  // cuDNN's pick, for the report
   own.cudnn_ms = best.cudnn_ms;
   if (stream_is_capturing()) return own;
@@ -292,10 +290,8 @@ const Plan& prepare(const Conv2dParams& p, Pass pass, Search search) {
 }
 
 std::string describe_choice(const Algorithm& a) {
-  const char* who = a.impl == Impl::kDirect         ? "minidl direct kernel"
-                    : a.impl == Impl::kImplicitGemm ? "minidl implicit-GEMM kernel (TF32)"
-                                                    : "cuDNN";
-  std::string s = a.impl == Impl::kCudnn ? detail::str(who, " algorithm ", a.algo) : std::string(who);
+  std::string s = a.impl == Impl::kCudnn ? detail::str("cuDNN algorithm ", a.algo)
+                                         : std::string("minidl implicit-GEMM kernel (TF32)");
   if (a.time_ms <= 0) return s + ", chosen untimed (first seen during graph capture)";
   s += detail::str(", ", a.time_ms, " ms");
   if (a.impl != Impl::kCudnn) s += detail::str(" (cuDNN's best: algorithm ", a.algo, ", ", a.cudnn_ms, " ms)");
@@ -331,14 +327,12 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
               cudnnGetConvolutionForwardAlgorithm_v7(h, pl.x.get(), pl.w.get(), conv.get(), pl.y.get(), n, got, r));
         });
     if constexpr (std::is_same<T, float>::value) {
-      best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kForward, s),
+      best = consider_own(best, igemm_applies(p, ConvPass::kForward, s),
                           [&] { igemm_conv2d_forward(p, x, w, bias, y); });
     }
-    return consider_own(best, Impl::kDirect, direct_conv_supports(p),
-                        [&] { direct_conv2d_forward(p, x, w, bias, y); });
+    return best;
   });
   const Algorithm& a = plan.algo[kForward];
-  if (a.impl == Impl::kDirect) return direct_conv2d_forward(p, x, w, bias, y);
   if constexpr (std::is_same<T, float>::value) {
     if (a.impl == Impl::kImplicitGemm) return igemm_conv2d_forward(p, x, w, bias, y);
   }
@@ -370,7 +364,7 @@ void conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx
                                                                          pl.x.get(), n, got, r));
         });
     if constexpr (std::is_same<T, float>::value) {
-      best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardInput, s),
+      best = consider_own(best, igemm_applies(p, ConvPass::kBackwardInput, s),
                           [&] { igemm_conv2d_backward_input(p, dy, w, dx); });
     }
     return best;
@@ -408,16 +402,12 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
                                                                            pl.w.get(), n, got, r));
         });
     if constexpr (std::is_same<T, float>::value) {
-      best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardWeight, s),
+      best = consider_own(best, igemm_applies(p, ConvPass::kBackwardWeight, s),
                           [&] { igemm_conv2d_backward_weight(p, x, dy, dw); });
     }
-    // Timed without the bias, like cuDNN's candidates.
-    return consider_own(best, Impl::kDirect, direct_conv_supports(p),
-                        [&] { direct_conv2d_backward_weight<T>(p, x, dy, dw, nullptr); });
+    return best;
   });
   const Algorithm& a = plan.algo[kBackwardFilter];
-  // The direct kernel sums the bias gradient in the same pass.
-  if (a.impl == Impl::kDirect) return direct_conv2d_backward_weight(p, x, dy, dw, dbias);
   bool done = false;
   if constexpr (std::is_same<T, float>::value) {
     if (a.impl == Impl::kImplicitGemm) igemm_conv2d_backward_weight(p, x, dy, dw);
@@ -430,10 +420,9 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
                                                       static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
                                                       workspace_for(a), a.workspace_bytes, &zero, plan.w.get(), dw));
   }
-  if (!dbias) return;
-  // The own channel sum is one deterministic pass; cuDNN's backward-bias kernel was slower on the H200.
-  if (conv2d_bias_grad_supports(p)) return conv2d_bias_grad(p, dy, dbias);
-  MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, plan.y.get(), dy, &zero, plan.bias.get(), dbias));
+  if (dbias) {
+    MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, plan.y.get(), dy, &zero, plan.bias.get(), dbias));
+  }
 }
 
 #define MINIDL_INSTANTIATE_CONV2D(T)                                                                     \

@@ -48,16 +48,14 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Exp
       dx = ops::empty_as(x.sizes(), g);
       MINIDL_LAYER_KERNEL(g, conv2d_backward_input, p, layers::ptr<T>(g), layers::ptr<T>(w), layers::ptr<T>(dx));
     }
-    // The backends sum the bias gradient together with the weight gradient (one pass over dy where their
-    // kernel allows it); without a weight gradient it is a plain reduction over (N, H*W).
     if (need_w) {
       dw = ops::empty_as(w.sizes(), g);
-      if (need_b) db = ops::empty_as({p.K}, g);
       MINIDL_LAYER_KERNEL(g, conv2d_backward_weight, p, layers::ptr<T>(x), layers::ptr<T>(g), layers::ptr<T>(dw),
-                          layers::ptr<T>(db));
-    } else if (need_b) {
-      db = sum(g, {0, 2, 3});
+                          static_cast<T*>(nullptr));
     }
+    // The bias gradient is a per-channel sum: one reduction over (N, H*W), faster than cuDNN's backward-bias
+    // kernel (measured on the H200, 2026-11-29).
+    if (need_b) db = sum(g, {0, 2, 3});
     return std::vector<Tensor>{dx, dw, db};
   });
 }

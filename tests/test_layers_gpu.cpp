@@ -345,6 +345,11 @@ TEST(LayersGpu, DropoutMaskRule) {
   manual_seed(31);
   EXPECT_EQ(F::dropout(x, p, true).cpu().to_vector<float>(), yv) << "same seed, same mask";
   EXPECT_EQ(F::dropout(x, p, false).cpu().to_vector<float>(), xv) << "eval mode is the identity";
+  // The fused kernel makes the draws rand() makes from the same seed: element i is kept exactly when its draw
+  // is at least p (kernels::DropoutMask), as in the composed rand + mask + multiply.
+  manual_seed(31);
+  const std::vector<float> u = rand({n}, kGpu).cpu().to_vector<float>();
+  for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(yv[i] != 0.0f, u[i] >= static_cast<float>(p)) << "element " << i;
 }
 
 TEST(LayersGpu, Dropout2dMaskRule) {

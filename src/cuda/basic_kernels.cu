@@ -49,9 +49,26 @@ template <class T> __global__ void arange_kernel(T* out, i64 n, double start, do
 template <class T> struct PerDraw { static constexpr int value = 4; };
 template <> struct PerDraw<double> { static constexpr int value = 2; };
 
-template <class T>
-__global__ void random_kernel(T* out, i64 n, unsigned long long seed, unsigned long long offset,
-                              const std::uint64_t* offset_base, bool normal, double a, double b, T top) {
+/// Where random_kernel puts draw i: into `out` (rand, randn), or as a dropout mask with the masked input.
+template <class T> struct StoreDraw {
+  T* out;
+  __device__ void operator()(i64 i, T r) const { out[i] = r; }
+};
+template <class T> struct StoreDropout {
+  const T* x;
+  T* out;
+  T* mask;
+  kernels::DropoutMask<T> rule;
+  __device__ void operator()(i64 i, T r) const {
+    const T m = rule(r);
+    mask[i] = m;
+    out[i] = x[i] * m;
+  }
+};
+
+template <class T, class Store>
+__global__ void random_kernel(i64 n, unsigned long long seed, unsigned long long offset, const std::uint64_t* offset_base,
+                              bool normal, double a, double b, T top, Store store) {
   constexpr int k = PerDraw<T>::value;
   if (offset_base) offset += *offset_base;  // set inside a captured graph: fresh numbers every replay
   const i64 groups = (n + k - 1) / k;
@@ -70,7 +87,7 @@ __global__ void random_kernel(T* out, i64 n, unsigned long long seed, unsigned l
       // cuRAND's uniforms lie in (0, 1]; 1 - u maps them onto [0, 1) like the CPU generator. Rounding to T can
       // still carry a value just below b up to b, so uniform values are capped at `top`, the largest T below b.
       const T r = static_cast<T>(normal ? a + b * v[j] : a + (b - a) * (1.0 - v[j]));
-      out[g * k + j] = normal || r <= top ? r : top;
+      store(g * k + j, normal || r <= top ? r : top);
     }
   }
 }
@@ -321,19 +338,34 @@ void arange(Tensor& out, double start, double step) {
 }
 
 namespace {
-void random_fill(Tensor& out, bool normal, double a, double b) {
-  if (out.numel() == 0) return;
+/// Draws n numbers of T (normal(a, b) or uniform [a, b)) from the device's Philox stream into `store`.
+template <class T, class Store> void launch_random(i64 n, bool normal, double a, double b, Store store) {
   const PhiloxState st = philox_reserve(current_device(), 4);
-  kernels::dispatch_floating(out.dtype(), normal ? "randn" : "rand", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    const i64 groups = (out.numel() + PerDraw<T>::value - 1) / PerDraw<T>::value;
-    const T top = std::max(static_cast<T>(a), std::nextafter(static_cast<T>(b), static_cast<T>(a)));
-    random_kernel<<<blocks_for(groups), kThreads, 0, stream()>>>(out.data_ptr<T>(), out.numel(), st.seed, st.offset,
-                                                                  st.device_base, normal, a, b, top);
-  });
+  const i64 groups = (n + PerDraw<T>::value - 1) / PerDraw<T>::value;
+  const T top = std::max(static_cast<T>(a), std::nextafter(static_cast<T>(b), static_cast<T>(a)));
+  random_kernel<<<blocks_for(groups), kThreads, 0, stream()>>>(n, st.seed, st.offset, st.device_base, normal, a, b,
+                                                                top, store);
   MINIDL_CUDA_KERNEL_CHECK();
 }
+
+void random_fill(Tensor& out, bool normal, double a, double b) {
+  if (out.numel() == 0) return;
+  kernels::dispatch_floating(out.dtype(), normal ? "randn" : "rand", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_random<T>(out.numel(), normal, a, b, StoreDraw<T>{out.data_ptr<T>()});
+  });
+}
 }  // namespace
+
+// One kernel instead of uniform + DropoutMask + multiply: the same draws, so the same masks as those three.
+void dropout(const Tensor& x, double p, Tensor& out, Tensor& mask) {
+  if (x.numel() == 0) return;
+  kernels::dispatch_floating(x.dtype(), "dropout", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_random<T>(x.numel(), false, 0.0, 1.0,
+                     StoreDropout<T>{x.data_ptr<T>(), out.data_ptr<T>(), mask.data_ptr<T>(), {static_cast<T>(p)}});
+  });
+}
 
 void uniform(Tensor& out, double low, double high) { random_fill(out, false, low, high); }
 void normal(Tensor& out, double mean, double stddev) { random_fill(out, true, mean, stddev); }

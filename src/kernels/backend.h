@@ -18,6 +18,9 @@
   void arange(Tensor& out, double start, double step);                                                      \
   void uniform(Tensor& out, double low, double high);                                                       \
   void normal(Tensor& out, double mean, double stddev);                                                     \
+  /* mask = the draws uniform(mask, 0, 1) would make, mapped by kernels::DropoutMask (0, or 1 / (1 - p)); */ \
+  /* out = x * mask. */                                                                                     \
+  void dropout(const Tensor& x, double p, Tensor& out, Tensor& mask);                                       \
   void unary(kernels::UnaryOp op, double alpha, const Tensor& x, Tensor& out);                              \
   /* a and b broadcast to out's shape. */                                                                   \
   void binary(kernels::BinaryOp op, double alpha, const Tensor& a, const Tensor& b, Tensor& out);           \

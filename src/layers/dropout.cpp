@@ -1,4 +1,5 @@
-// Dropout: a mask of 0 and 1/(1-p) drawn from the device's generator (cuRAND Philox on the GPU), multiplied in.
+// Dropout: a mask of 0 and 1/(1-p) drawn from the device's generator (Philox on both devices), multiplied in;
+// the backward multiplies the gradient by the same mask.
 #include "ops/op_utils.h"
 #include "minidl/nn/functional.h"
 
@@ -7,10 +8,15 @@ namespace nn {
 namespace functional {
 namespace {
 
-Tensor apply_mask(const Tensor& input, const Shape& mask_shape, double p, const char* op) {
+void check_arguments(const Tensor& input, double p, const char* op) {
   ops::check_defined(input, op, "input");
   ops::check_floating(input, op);
   MINIDL_CHECK(p >= 0.0 && p <= 1.0, ValueError, op, ": p must be in [0, 1], found ", p);
+}
+
+/// Dropout with a mask of `mask_shape` broadcast over the input (dropout2d's per-channel masks).
+Tensor apply_mask(const Tensor& input, const Shape& mask_shape, double p, const char* op) {
+  check_arguments(input, p, op);
   if (p == 0.0) return input;
   Tensor mask = rand(mask_shape, TensorOptions(input.dtype()).device(input.device()));
   MINIDL_ON_BACKEND(mask.device(), unary(kernels::UnaryOp::DropoutMask, p, mask, mask));
@@ -21,7 +27,12 @@ Tensor apply_mask(const Tensor& input, const Shape& mask_shape, double p, const 
 
 Tensor dropout(const Tensor& input, double p, bool training) {
   if (!training) return input;
-  return apply_mask(input, input.sizes(), p, "dropout");
+  check_arguments(input, p, "dropout");
+  if (p == 0.0) return input;
+  Tensor out = ops::empty_as(input.sizes(), input), mask = ops::empty_as(input.sizes(), input);
+  MINIDL_ON_BACKEND(input.device(), dropout(input, p, out, mask));
+  return autograd::record(out, "DropoutBackward", {input},
+                          [mask](const Tensor& g) { return std::vector<Tensor>{mul(g, mask)}; });
 }
 
 Tensor dropout2d(const Tensor& input, double p, bool training) {

@@ -20,6 +20,7 @@
 
 #include "kernels/layer_kernels.h"
 #include "cuda/context.h"
+#include "cuda/conv2d_direct.h"
 #include "cuda/conv2d_igemm.h"
 #include "minidl/cuda.h"
 #include "minidl/errors.h"
@@ -294,40 +295,42 @@ TEST_F(GpuTest, Conv2dTf32SettingSelectsItsOwnPlan) {
 }
 
 // A shape first seen while the stream is being captured cannot be timed (cudnnFind synchronises); it must take
-// cuDNN's heuristic choice, and the replayed graph must compute the right result.
-// With TF32 on, the untimed choice is minidl's own kernel, so the second shape covers that path.
+// an untimed choice, and the replayed graph must compute the right result. With 3 input channels (27 taps) that
+// is the direct kernel; with 5 (45 taps) cuDNN's heuristic choice, or with TF32 on the implicit-GEMM kernel.
 TEST_F(GpuTest, Conv2dFirstSeenDuringGraphCapture) {
   for (const bool tf32 : {false, true}) {
-    SCOPED_TRACE(tf32 ? "TF32 on" : "TF32 off");
-    cuda::set_allow_tf32(tf32, false);
-    std::mt19937 rng(11);
-    // Shapes no other test uses, so no plan for them is cached yet.
-    const ConvProblem<float> prob({"capture_only_shape", 2, 3, 11, 9, tf32 ? 6 : 5, 3, 3, 1, 1, 1, 1}, rng);
-    const DeviceBuffer<float> x(prob.x), w(prob.w), b(prob.b);
-    DeviceBuffer<float> y(prob.ys);
-    // Create the handle and a workspace beforehand: both allocate, which capture forbids.
-    gpu::cudnn();
-    gpu::workspace(std::size_t{64} << 20);
-    cudaGraph_t graph = nullptr;
-    MINIDL_CUDA_CHECK(cudaStreamBeginCapture(gpu::stream(), cudaStreamCaptureModeRelaxed));
-    try {
-      gpu::conv2d_forward<float>(prob.p, x.get(), w.get(), b.get(), y.get());
-    } catch (const std::exception& e) {
-      (void)cudaStreamEndCapture(gpu::stream(), &graph);
-      if (graph) cudaGraphDestroy(graph);
-      FAIL() << "conv2d_forward during capture threw: " << e.what();
+    for (const std::int64_t channels : {3, 5}) {
+      SCOPED_TRACE(detail::str(tf32 ? "TF32 on" : "TF32 off", ", ", channels, " input channels"));
+      cuda::set_allow_tf32(tf32, false);
+      std::mt19937 rng(11);
+      // Shapes no other test uses, so no plan for them is cached yet.
+      const ConvProblem<float> prob({"capture_only_shape", 2, channels, 11, 9, tf32 ? 6 : 5, 3, 3, 1, 1, 1, 1}, rng);
+      const DeviceBuffer<float> x(prob.x), w(prob.w), b(prob.b);
+      DeviceBuffer<float> y(prob.ys);
+      // Create the handle and a workspace beforehand: both allocate, which capture forbids.
+      gpu::cudnn();
+      gpu::workspace(std::size_t{64} << 20);
+      cudaGraph_t graph = nullptr;
+      MINIDL_CUDA_CHECK(cudaStreamBeginCapture(gpu::stream(), cudaStreamCaptureModeRelaxed));
+      try {
+        gpu::conv2d_forward<float>(prob.p, x.get(), w.get(), b.get(), y.get());
+      } catch (const std::exception& e) {
+        (void)cudaStreamEndCapture(gpu::stream(), &graph);
+        if (graph) cudaGraphDestroy(graph);
+        FAIL() << "conv2d_forward during capture threw: " << e.what();
+      }
+      MINIDL_CUDA_CHECK(cudaStreamEndCapture(gpu::stream(), &graph));
+      cudaGraphExec_t exec = nullptr;
+      MINIDL_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      MINIDL_CUDA_CHECK(cudaGraphLaunch(exec, gpu::stream()));
+      const std::vector<float> got = y.host();
+      cudaGraphExecDestroy(exec);
+      cudaGraphDestroy(graph);
+      const ConvTolerance tol = tf32 ? kTf32 : full_precision<float>();
+      expect_all_close(got, prob.y_ref, "y", tol.rtol, tol.atol, &prob.y_mag, tol.sum_rtol);
+      // Eager calls reuse the plan chosen during capture.
+      check_conv(prob, tol);
     }
-    MINIDL_CUDA_CHECK(cudaStreamEndCapture(gpu::stream(), &graph));
-    cudaGraphExec_t exec = nullptr;
-    MINIDL_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-    MINIDL_CUDA_CHECK(cudaGraphLaunch(exec, gpu::stream()));
-    const std::vector<float> got = y.host();
-    cudaGraphExecDestroy(exec);
-    cudaGraphDestroy(graph);
-    const ConvTolerance tol = tf32 ? kTf32 : full_precision<float>();
-    expect_all_close(got, prob.y_ref, "y", tol.rtol, tol.atol, &prob.y_mag, tol.sum_rtol);
-    // Eager calls reuse the plan chosen during capture.
-    check_conv(prob, tol);
   }
 }
 
@@ -410,6 +413,62 @@ TEST_F(GpuTest, ImplicitGemmDeclinesWhatItDoesNotHandle) {
   EXPECT_FALSE(gpu::igemm_supports(p, gpu::ConvPass::kBackwardWeight));
 }
 
+// ---- minidl's direct convolution (at most 32 taps), called directly: the search may prefer another ----------
+
+std::vector<ConvCase> direct_cases() {
+  std::vector<ConvCase> cases = conv_cases();
+  cases.push_back({"rgb_stride2_pad1_K40", 4, 3, 15, 13, 40, 3, 3, 2, 2, 1, 1});
+  cases.push_back({"32_taps_dilation2", 2, 2, 12, 11, 7, 4, 4, 1, 1, 3, 3, 2, 2});
+  cases.push_back({"1x1_C32", 3, 32, 6, 5, 9, 1, 1});
+  cases.push_back({"16_taps_K128", 2, 1, 9, 10, 128, 4, 4, 1, 1, 1, 1});
+  // More than kMaxSplits (1024) runs of 256 pixels: blocks loop over several runs.
+  cases.push_back({"more_pixels_than_splits", 6, 1, 430, 430, 3, 3, 3});
+  return cases;
+}
+
+TYPED_TEST(GpuKernels, DirectConv2dMatchesReference) {
+  using T = TypeParam;
+  const ConvTolerance tol = full_precision<T>();
+  std::mt19937 rng(2468);
+  int covered = 0;
+  for (const ConvCase& c : direct_cases()) {
+    SCOPED_TRACE(c.name);
+    const ConvProblem<T> prob(c, rng);
+    const kernels::Conv2dParams& p = prob.p;
+    if (!gpu::direct_conv_supports(p)) continue;
+    ++covered;
+    const DeviceBuffer<T> x(prob.x), w(prob.w), b(prob.b), dy(prob.dy);
+    DeviceBuffer<T> y(prob.ys), dw1(prob.ws), dw2(prob.ws);
+    gpu::direct_conv2d_forward<T>(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y.get());
+    expect_all_close(y.host(), prob.y_ref, "y", tol.rtol, tol.atol, &prob.y_mag, tol.sum_rtol);
+    gpu::direct_conv2d_backward_weight<T>(p, x.get(), dy.get(), dw1.get());
+    expect_all_close(dw1.host(), prob.dw_ref, "dw", tol.rtol, tol.atol, &prob.dw_mag, tol.sum_rtol);
+    // Partial sums are added in a fixed order.
+    gpu::direct_conv2d_backward_weight<T>(p, x.get(), dy.get(), dw2.get());
+    EXPECT_EQ(dw1.host(), dw2.host());
+  }
+  // All but the grouped cases and the 288-tap mnist_conv2.
+  EXPECT_EQ(covered, 12);
+}
+
+TEST_F(GpuTest, DirectConvDeclinesWhatItDoesNotHandle) {
+  kernels::Conv2dParams p;
+  p.N = 2, p.C = 2, p.H = 9, p.W = 9, p.K = 128, p.R = 4, p.S = 4;  // 32 taps, 128 channels
+  p.finalize("test conv");
+  EXPECT_TRUE(gpu::direct_conv_supports(p));
+  p.K = 129;  // more weights than its shared memory holds
+  EXPECT_FALSE(gpu::direct_conv_supports(p));
+  p.K = 6, p.C = 3;  // 48 taps
+  p.finalize("test conv");
+  EXPECT_FALSE(gpu::direct_conv_supports(p));
+  p.C = 2, p.groups = 2;
+  p.finalize("test conv");
+  EXPECT_FALSE(gpu::direct_conv_supports(p));
+  p.groups = 1, p.H = p.W = std::int64_t{1} << 16;  // one image of x: 2 * 2^32 elements
+  p.finalize("test conv");
+  EXPECT_FALSE(gpu::direct_conv_supports(p));
+}
+
 // The search's decisions are reported, one line per shape and pass, naming who runs it.
 TEST_F(GpuTest, Conv2dAlgorithmChoicesNameEveryDecidedPass) {
   std::mt19937 rng(31);
@@ -419,7 +478,9 @@ TEST_F(GpuTest, Conv2dAlgorithmChoicesNameEveryDecidedPass) {
   for (const std::string& line : cuda::conv2d_algorithm_choices()) {
     if (line.find("input 2x3x9x13, weight 5x3x3x3") == std::string::npos) continue;
     ++found;
-    EXPECT_NE(line.find("cuDNN algorithm"), std::string::npos) << line;  // TF32 off: the own kernels do not apply
+    // TF32 off: cuDNN or the direct kernel (27 taps), never the implicit-GEMM one.
+    EXPECT_TRUE(line.find("cuDNN algorithm") != std::string::npos || line.find("minidl direct") != std::string::npos)
+        << line;
     EXPECT_NE(line.find(" ms"), std::string::npos) << line;  // timed, not chosen during capture
   }
   EXPECT_EQ(found, 3);  // forward, input gradient, weight gradient

@@ -1,12 +1,14 @@
-// 2-d convolution on the GPU (declared with the CPU version in kernels/layer_kernels.h): cuDNN's legacy API, or
-// with TF32 allowed and float data minidl's own implicit-GEMM kernels (conv2d_igemm.h), whichever is faster.
+// 2-d convolution on the GPU (declared with the CPU version in kernels/layer_kernels.h): cuDNN's legacy API,
+// with TF32 allowed and float data minidl's own implicit-GEMM kernels (conv2d_igemm.h), or for short reductions
+// (at most 32 taps) minidl's direct kernels (conv2d_direct.h), whichever is fastest.
 //
 // Algorithm choice: the first call of each pass for a shape (all Conv2dParams fields, dtype, the TF32 and
 // deterministic settings, the device) times the candidates with cudnnFind*AlgorithmEx, which runs kernels and
 // synchronises the stream, times the own kernel the same way, and caches the winner; later calls only launch.
 // During CUDA-graph capture that search is impossible, so a shape first seen while capturing takes the own
-// kernel where it applies and cuDNN's heuristic choice otherwise (and keeps it): run one step eagerly before
-// capturing to get the measured choice. cuda::conv2d_algorithm_choices() reports what was chosen.
+// kernel where it applies (the direct one before the implicit GEMM) and cuDNN's heuristic choice otherwise (and
+// keeps it): run one step eagerly before capturing to get the measured choice. cuda::conv2d_algorithm_choices()
+// reports what was chosen.
 #include "kernels/layer_kernels.h"
 
 #include <algorithm>
@@ -21,6 +23,7 @@
 #include <vector>
 
 #include "cuda/context.h"
+#include "cuda/conv2d_direct.h"
 #include "cuda/conv2d_igemm.h"
 #include "cuda/cudnn_tensor.h"
 #include "minidl/cuda.h"
@@ -88,8 +91,8 @@ std::string describe(const Conv2dParams& p) {
                      ", dilation ", p.dil_h, "x", p.dil_w, ", groups ", p.groups);
 }
 
-/// Who runs a pass: cuDNN (its algorithm `algo`) or minidl's own implicit-GEMM kernel.
-enum class Impl { kCudnn, kImplicitGemm };
+/// Who runs a pass: cuDNN (its algorithm `algo`) or one of minidl's own kernels.
+enum class Impl { kCudnn, kImplicitGemm, kDirect };
 
 struct Algorithm {
   int algo = 0;
@@ -242,14 +245,14 @@ float time_on_stream(Launch launch) {
   return ms / kRuns;
 }
 
-/// `best`, or the own implicit-GEMM kernel (`launch` runs it) when it `applies` and is faster. It is
-/// deterministic, so the deterministic setting keeps it. During capture it cannot be timed and is taken
-/// untimed: on the example's first convolution it beats every cuDNN algorithm threefold (H200, 2026-11-30).
+/// `best`, or the own kernel `impl` (`launch` runs it) when it `applies` and is faster. The own kernels are
+/// deterministic, so the deterministic setting keeps them. During capture they cannot be timed and are taken
+/// untimed: on the example's convolutions they beat every cuDNN algorithm at batch 64 (H200, 2026-11-30).
 template <class Launch>
-Algorithm consider_own(const Algorithm& best, bool applies, Launch launch) {
+Algorithm consider_own(const Algorithm& best, Impl impl, bool applies, Launch launch) {
   if (!applies) return best;
   Algorithm own;
-  own.impl = Impl::kImplicitGemm;
+  own.impl = impl;
   own.algo = best.algo;  // cuDNN's pick, for the report
   own.cudnn_ms = best.cudnn_ms;
   if (stream_is_capturing()) return own;
@@ -290,8 +293,9 @@ const Plan& prepare(const Conv2dParams& p, Pass pass, Search search) {
 }
 
 std::string describe_choice(const Algorithm& a) {
-  std::string s = a.impl == Impl::kCudnn ? detail::str("cuDNN algorithm ", a.algo)
-                                         : std::string("minidl implicit-GEMM kernel (TF32)");
+  std::string s = a.impl == Impl::kCudnn          ? detail::str("cuDNN algorithm ", a.algo)
+                  : a.impl == Impl::kImplicitGemm ? std::string("minidl implicit-GEMM kernel (TF32)")
+                                                  : std::string("minidl direct kernel");
   if (a.time_ms <= 0) return s + ", chosen untimed (first seen during graph capture)";
   s += detail::str(", ", a.time_ms, " ms");
   if (a.impl != Impl::kCudnn) s += detail::str(" (cuDNN's best: algorithm ", a.algo, ", ", a.cudnn_ms, " ms)");
@@ -327,12 +331,14 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
               cudnnGetConvolutionForwardAlgorithm_v7(h, pl.x.get(), pl.w.get(), conv.get(), pl.y.get(), n, got, r));
         });
     if constexpr (std::is_same<T, float>::value) {
-      best = consider_own(best, igemm_applies(p, ConvPass::kForward, s),
+      best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kForward, s),
                           [&] { igemm_conv2d_forward(p, x, w, bias, y); });
     }
-    return best;
+    return consider_own(best, Impl::kDirect, direct_conv_supports(p),
+                        [&] { direct_conv2d_forward(p, x, w, bias, y); });
   });
   const Algorithm& a = plan.algo[kForward];
+  if (a.impl == Impl::kDirect) return direct_conv2d_forward(p, x, w, bias, y);
   if constexpr (std::is_same<T, float>::value) {
     if (a.impl == Impl::kImplicitGemm) return igemm_conv2d_forward(p, x, w, bias, y);
   }
@@ -364,7 +370,7 @@ void conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx
                                                                          pl.x.get(), n, got, r));
         });
     if constexpr (std::is_same<T, float>::value) {
-      best = consider_own(best, igemm_applies(p, ConvPass::kBackwardInput, s),
+      best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardInput, s),
                           [&] { igemm_conv2d_backward_input(p, dy, w, dx); });
     }
     return best;
@@ -402,19 +408,19 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
                                                                            pl.w.get(), n, got, r));
         });
     if constexpr (std::is_same<T, float>::value) {
-      best = consider_own(best, igemm_applies(p, ConvPass::kBackwardWeight, s),
+      best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardWeight, s),
                           [&] { igemm_conv2d_backward_weight(p, x, dy, dw); });
     }
-    return best;
+    return consider_own(best, Impl::kDirect, direct_conv_supports(p),
+                        [&] { direct_conv2d_backward_weight(p, x, dy, dw); });
   });
   const Algorithm& a = plan.algo[kBackwardFilter];
-  bool done = false;
-  if constexpr (std::is_same<T, float>::value) {
-    if (a.impl == Impl::kImplicitGemm) igemm_conv2d_backward_weight(p, x, dy, dw);
-    done = a.impl == Impl::kImplicitGemm;
-  }
   const T one = 1, zero = 0;
-  if (!done) {
+  if (a.impl == Impl::kDirect) {
+    direct_conv2d_backward_weight(p, x, dy, dw);
+  } else if (a.impl == Impl::kImplicitGemm) {
+    if constexpr (std::is_same<T, float>::value) igemm_conv2d_backward_weight(p, x, dy, dw);  // float only
+  } else {
     MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x.get(), x, plan.y.get(), dy,
                                                       plan.conv[kBackwardFilter].get(),
                                                       static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),

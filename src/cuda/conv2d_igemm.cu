@@ -22,6 +22,7 @@
 #include <mutex>
 
 #include "cuda/context.h"
+#include "cuda/sum_splits.cuh"
 
 namespace minidl {
 namespace gpu {
@@ -379,25 +380,6 @@ __global__ void __launch_bounds__(kWThreads, 3) weight_grad_kernel(WeightGradArg
 #endif
 }
 
-/// dw[i] = the sum over the splits of partial[s * n + i]: 32 outputs per block, 32 threads per output each
-/// summing every 32nd split, then one thread adding the 32 in order. The order is fixed, so the result is too.
-constexpr int kSumLanes = 32;
-__global__ void sum_splits_kernel(const float* partial, int splits, int n, float* dw) {
-  __shared__ float sums[kSumLanes][kSumLanes + 1];
-  const int i = blockIdx.x * kSumLanes + threadIdx.x;
-  float s = 0.f;
-  if (i < n) {
-    for (int k = threadIdx.y; k < splits; k += kSumLanes) s += partial[static_cast<std::int64_t>(k) * n + i];
-  }
-  sums[threadIdx.y][threadIdx.x] = s;
-  __syncthreads();
-  if (threadIdx.y == 0 && i < n) {
-    float total = 0.f;
-    for (int k = 0; k < kSumLanes; ++k) total += sums[k][threadIdx.x];
-    dw[i] = total;
-  }
-}
-
 const DeviceSetup& device_setup() {
   static std::mutex mutex;
   static std::map<int, DeviceSetup> setups;
@@ -488,11 +470,7 @@ void igemm_conv2d_backward_weight(const Conv2dParams& p, const float* x, const f
   const dim3 grid((g.K + kWM - 1) / kWM, (g.CRS + kWN - 1) / kWN, splits);
   weight_grad_kernel<<<grid, kWThreads, kWSmemBytes, stream()>>>(g);
   MINIDL_CUDA_KERNEL_CHECK();
-  if (splits > 1) {
-    sum_splits_kernel<<<(n + kSumLanes - 1) / kSumLanes, dim3(kSumLanes, kSumLanes), 0, stream()>>>(g.partial, splits,
-                                                                                                  n, dw);
-    MINIDL_CUDA_KERNEL_CHECK();
-  }
+  if (splits > 1) sum_splits(g.partial, splits, n, dw);
 }
 
 }  // namespace gpu

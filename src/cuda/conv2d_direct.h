@@ -1,0 +1,27 @@
+#pragma once
+// Direct 2-d convolution for layers with a short reduction (C·R·S ≤ 32 taps, e.g. a first layer on 1- or
+// 3-channel images): no GEMM, each thread keeps its output pixel's taps in registers. For the example's conv1
+// (1 channel, 3×3, 32 filters) a GEMM has a reduction of 9, so cuDNN's algorithms and the implicit-GEMM kernels
+// spend their time on tiling overhead: at batch 64 on the H200 the best of them took 13 µs forward and 21 µs
+// for the weight gradient (2026-11-30), for 25 MFLOP and 5.5 MB of output each.
+// conv2d.cpp offers these kernels as candidates in its per-shape search. Full precision (no TF32), so they
+// serve float and double under every setting, and deterministic: partial sums are added in a fixed order.
+#include "kernels/params.h"
+
+namespace minidl {
+namespace gpu {
+
+/// Whether the direct kernels handle `p`: groups 1, at most 32 taps (C·R·S), at most 192 output channels
+/// (their weights are staged in shared memory), and every offset within 32 bits except an image's base.
+bool direct_conv_supports(const kernels::Conv2dParams& p);
+
+/// y = conv(x, w) + bias (bias may be null). Same layouts as kernels/layer_kernels.h.
+template <class T>
+void direct_conv2d_forward(const kernels::Conv2dParams& p, const T* x, const T* w, const T* bias, T* y);
+
+/// dw = gradient w.r.t. the weight; overwrites dw. Uses gpu::workspace() for the partial sums.
+template <class T>
+void direct_conv2d_backward_weight(const kernels::Conv2dParams& p, const T* x, const T* dy, T* dw);
+
+}  // namespace gpu
+}  // namespace minidl

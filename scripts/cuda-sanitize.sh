@@ -9,8 +9,9 @@
 # Prints one line per tool, "tool: N errors, M tests", and exits non-zero when a tool reported an error or a
 # test failed. Environment: COMPUTE_SANITIZER (the binary), MINIDL_SANITIZE_TOOLS (default all four),
 # MINIDL_SANITIZE_SUBSET (the gtest filter of the slower tools, see below; `all` selects every GPU test),
-# MINIDL_SANITIZE_JOBS (default 1: how many instrumented processes run at once; with more, each binary's tests
-# are split into that many gtest shards, so one long binary does not set the wall time).
+# MINIDL_SANITIZE_JOBS (default 1: how many instrumented processes run at once; every tool's jobs share the
+# queue, each binary's tests split into up to that many gtest shards, spread over all GPUs), MINIDL_SANITIZE_FIRST
+# (the binaries to start first).
 #
 # What runs:
 # - Tests are selected by name: every GPU test has Gpu, GPU or Cuda in its suite or test name.
@@ -65,28 +66,28 @@ summary=$out/summary.txt
 : >"$summary"
 status=0
 
-# One instrumented process: TOOL BINARY SHARD. Writes its log and, in a .rc file, its exit status.
+# One instrumented process: TOOL BINARY SHARD SHARDS GPU. Writes its log and, in a .rc file, its exit status.
 run_one() {
-  local tool=$1 bin=$2 shard=$3 filter extra=()
+  local tool=$1 bin=$2 shard=$3 shards=$4 gpu=$5 filter extra=()
   case $tool in
     memcheck) filter="$gpu_filter-$excluded"; extra=(--leak-check full) ;;
     *) filter="$subset-$excluded" ;;
   esac
   local log=$out/$tool.$(basename "$bin").$shard.log
-  GTEST_TOTAL_SHARDS=$jobs GTEST_SHARD_INDEX=$shard \
-    "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode "$error_exit" --print-limit 200 \
+  export GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard CUDA_VISIBLE_DEVICES=$gpu
+  "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode "$error_exit" --print-limit 200 \
     "$bin" --gtest_filter="$filter" --gtest_brief=1 >"$log" 2>&1
   local rc=$?
   if [[ $rc -ne 0 ]] && grep -q "terminated before first instrumented API call" "$log"; then
     # The selected tests made no CUDA call (e.g. test_diagnose's fakes): nothing for the tool to check, so
     # the binary's own result counts.
-    GTEST_TOTAL_SHARDS=$jobs GTEST_SHARD_INDEX=$shard "$bin" --gtest_filter="$filter" --gtest_brief=1 >>"$log" 2>&1
+    "$bin" --gtest_filter="$filter" --gtest_brief=1 >>"$log" 2>&1
     rc=$?
   fi
   echo $rc >"$log.rc"
 }
 export -f run_one
-export sanitizer out gpu_filter excluded subset error_exit jobs
+export sanitizer out gpu_filter excluded subset error_exit
 
 # Number of tests a tool selects in a binary (gtest lists suites unindented, tests indented).
 count_tests() {
@@ -97,31 +98,54 @@ count_tests() {
 
 for tool in $tools; do
   case $tool in memcheck | racecheck | initcheck | synccheck) ;; *) echo "$0: unknown tool $tool" >&2; exit 2 ;; esac
-  start=$SECONDS
-  tests=0 selected=()
-  for bin in "${binaries[@]}"; do
-    [[ -x $bin && -f $bin ]] || continue
+done
+gpus=$(nvidia-smi -L 2>/dev/null | grep -c '^GPU')
+[[ $gpus -gt 0 ]] || gpus=1
+# The binaries with the longest tests under instrumentation go first, so they do not set the wall time alone at
+# the end (measured on the H200: the convolution reference tests, a training run, the data-parallel tests).
+first=${MINIDL_SANITIZE_FIRST:-test_gpu_kernels test_golden_mnist test_distributed test_oom_gpu test_layers_gpu test_optim}
+ordered=()
+for name in $first; do
+  for bin in "${binaries[@]}"; do [[ $(basename "$bin") == "$name" ]] && ordered+=("$bin"); done
+done
+for bin in "${binaries[@]}"; do [[ " $first " == *" $(basename "$bin") "* ]] || ordered+=("$bin"); done
+
+# Every tool's jobs in one queue, each binary split into at most `jobs` gtest shards, spread over the GPUs.
+declare -A tests
+start=$SECONDS
+index=0
+queue=$out/queue
+: >"$queue"
+for bin in "${ordered[@]}"; do
+  [[ -x $bin && -f $bin ]] || continue
+  for tool in $tools; do
     n=$(count_tests "$tool" "$bin")
     [[ $n -gt 0 ]] || continue
-    tests=$((tests + n))
-    selected+=("$bin")
+    tests[$tool]=$((${tests[$tool]:-0} + n))
+    shards=$((n < jobs ? n : jobs))
+    for ((shard = 0; shard < shards; ++shard)); do
+      printf '%s\0%s\0%s\0%s\0%s\0' "$tool" "$bin" "$shard" "$shards" $((index++ % gpus)) >>"$queue"
+    done
   done
-  for bin in "${selected[@]}"; do
-    for ((shard = 0; shard < jobs; ++shard)); do printf '%s\0%s\0%s\0' "$tool" "$bin" "$shard"; done
-  done | xargs -0 -n 3 -P "$jobs" bash -c 'run_one "$@"' run_one
-  errors=0 failed_binaries=()
+done
+xargs -0 -n 5 -P "$jobs" bash -c 'run_one "$@"' run_one <"$queue"
+
+for tool in $tools; do
+  errors=0 failed=()
   for log in "$out/$tool".*.log; do
-    found=$(grep -Eo 'ERROR SUMMARY: [0-9]+' "$log" | awk '{s += $3} END {print s + 0}')
-    rc=$(cat "$log.rc" 2>/dev/null || echo missing)
+    # memcheck, initcheck and synccheck print "ERROR SUMMARY: N errors"; racecheck prints
+    # "RACECHECK SUMMARY: N hazards displayed (E errors, W warnings)".
+    found=$(grep -Eo 'ERROR SUMMARY: [0-9]+|\([0-9]+ errors' "$log" | grep -Eo '[0-9]+' | awk '{s += $1} END {print s + 0}')
+    rc=$(cat "$log.rc" 2>/dev/null || echo "none: not finished")
     if [[ $rc == "$error_exit" && $found -eq 0 ]]; then found=1; fi  # reported, though not in a summary line
     errors=$((errors + found))
     if [[ $rc != 0 ]]; then
-      failed_binaries+=("$(basename "$log" .log)(exit $rc)")
+      failed+=("$(basename "$log" .log)(exit $rc)")
       status=1
     fi
   done
-  line="$tool: $errors errors, $tests tests ($((SECONDS - start)) s)"
-  [[ ${#failed_binaries[@]} -eq 0 ]] || line+="; failed: ${failed_binaries[*]}"
+  line="$tool: $errors errors, ${tests[$tool]:-0} tests ($((SECONDS - start)) s for all tools)"
+  [[ ${#failed[@]} -eq 0 ]] || line+="; failed: ${failed[*]}"
   echo "$line" | tee -a "$summary"
   [[ $errors -eq 0 ]] || status=1
 done

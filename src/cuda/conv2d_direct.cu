@@ -33,7 +33,7 @@ constexpr int kMaxChannels = 128;  // K · B weights of double in shared memory:
 constexpr int kThreads = 256;
 constexpr int kWarps = kThreads / 32;
 constexpr int kPixelsPerThread = 4;
-constexpr int kMaxSplits = 1024;  // blocks per channel group of the weight gradient: bounds its partial sums
+constexpr int kMaxSplits = 256;  // blocks per channel group of the weight gradient: bounds its partial sums
 constexpr int kOutOfRange = INT_MIN / 2;  // a tap row offset that fails every bounds check
 
 /// The geometry both kernels index with: 32-bit offsets within an image, and the pixel count of the batch.

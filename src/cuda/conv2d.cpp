@@ -293,7 +293,8 @@ const Plan& prepare(const Conv2dParams& p, Pass pass, Search search) {
 }
 
 std::string describe_choice(const Algorithm& a) {
-  std::string s = a.impl == Impl::kCudnn          ? detail::str("cuDNN algorithm ", a.algo)
+  std::string s = a.impl == Impl::kCudnn
+                      ? detail::str("cuDNN algorithm ", a.algo, " (workspace ", a.workspace_bytes, " bytes)")
                   : a.impl == Impl::kImplicitGemm ? std::string("minidl implicit-GEMM kernel (TF32)")
                                                   : std::string("minidl direct kernel");
   if (a.time_ms <= 0) return s + ", chosen untimed (first seen during graph capture)";

@@ -1,7 +1,8 @@
 """Summarises test accuracy over seeds: PyTorch's (ACC lines of torch_accuracy.py) beside minidl's (the CSV
 files mnist_train --metrics writes). One row per framework/device: runs, accuracy after epoch 1 and after the
 last epoch (min, mean, max), and how many runs reach a threshold at the end.
-Usage: python3 bench/accuracy_table.py [--threshold 0.90] FILE...   (.csv: minidl metrics; else torch logs)
+Usage: python3 bench/accuracy_table.py [--threshold 0.90] [--epochs 10] FILE...
+(.csv: minidl metrics; other files: torch_accuracy.py logs)
 """
 import argparse
 import csv
@@ -32,12 +33,14 @@ def runs_from(path):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--threshold", type=float, default=0.90)
+    ap.add_argument("--epochs", type=int, default=0, help="count only runs of exactly this many epochs")
     ap.add_argument("files", nargs="+")
     a = ap.parse_args()
     groups = defaultdict(list)
     for path in a.files:
         for label, accs in runs_from(path):
-            groups[label].append(accs)
+            if not a.epochs or len(accs) == a.epochs:
+                groups[label].append(accs)
     fmt = lambda xs: f"{min(xs):.4f} / {statistics.mean(xs):.4f} / {max(xs):.4f}"
     print(f"| runs of | n | epochs | epoch 1 min / mean / max | last epoch min / mean / max | last >= {a.threshold} |")
     print("|---|---|---|---|---|---|")

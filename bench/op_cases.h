@@ -77,10 +77,10 @@ class ConvCase {
         dy_(randn({p.N, p.K, p.P, p.Q}, device)),
         y_(empty_like(dy_)),
         dx_(empty_like(x_)),
-        dw_(empty_like(w_)) {}
+        dw_(empty_like(w_)),
+        db_(empty_like(b_)) {}
 
-  /// As the layer runs it: forward with the bias, backward-weight without (the layer sums the bias gradient
-  /// separately).
+  /// As the layer runs it: forward with the bias, backward-weight with the bias gradient.
   void run(const Backend& k, Pass pass) {
     switch (pass) {
       case Pass::Forward:
@@ -90,7 +90,8 @@ class ConvCase {
         k.conv_backward_input(p_, dy_.data_ptr<float>(), w_.data_ptr<float>(), dx_.data_ptr<float>());
         break;
       case Pass::BackwardWeight:
-        k.conv_backward_weight(p_, x_.data_ptr<float>(), dy_.data_ptr<float>(), dw_.data_ptr<float>(), nullptr);
+        k.conv_backward_weight(p_, x_.data_ptr<float>(), dy_.data_ptr<float>(), dw_.data_ptr<float>(),
+                               db_.data_ptr<float>());
         break;
     }
   }
@@ -103,7 +104,7 @@ class ConvCase {
 
  private:
   kernels::Conv2dParams p_;
-  Tensor x_, w_, b_, dy_, y_, dx_, dw_;
+  Tensor x_, w_, b_, dy_, y_, dx_, dw_, db_;
 };
 
 /// One linear layer's GEMMs with random operands, with nn::functional::linear's transpose flags (the weight

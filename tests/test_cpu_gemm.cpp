@@ -19,8 +19,9 @@ using minidl::cpu::CpuIsa;
 using minidl::cpu::GemmArgs;
 using minidl::cpu::MatrixView;
 
-/// How an operand is laid out in memory.
-enum class Layout { RowMajor, ColMajor, RowTable, ColTable };
+/// How an operand is laid out in memory. Tables: a table for each axis (a convolution's column matrix read
+/// from the image through its taps and output positions).
+enum class Layout { RowMajor, ColMajor, RowTable, ColTable, Tables };
 
 const char* layout_name(Layout l) {
   switch (l) {
@@ -28,6 +29,7 @@ const char* layout_name(Layout l) {
     case Layout::ColMajor: return "col-major";
     case Layout::RowTable: return "row-table";
     case Layout::ColTable: return "col-table";
+    case Layout::Tables: return "tables";
   }
   return "?";
 }
@@ -37,12 +39,12 @@ const char* layout_name(Layout l) {
 template <class T>
 struct Operand {
   std::vector<T> data;
-  std::vector<std::int64_t> table;
+  std::vector<std::int64_t> table, col_table;
   MatrixView<const T> view;
 
   Operand(std::int64_t rows, std::int64_t cols, Layout layout, std::mt19937& rng) {
     std::uniform_real_distribution<double> dist(-1.0, 1.0);
-    const bool by_rows = layout == Layout::RowMajor || layout == Layout::RowTable;
+    const bool by_rows = layout == Layout::RowMajor || layout == Layout::RowTable || layout == Layout::Tables;
     const std::int64_t lines = by_rows ? rows : cols, len = by_rows ? cols : rows;
     const std::int64_t pitch = len + 3;  // gaps between lines
     data.resize(static_cast<std::size_t>(std::max<std::int64_t>(1, lines * pitch)));
@@ -54,6 +56,13 @@ struct Operand {
       std::shuffle(table.begin(), table.end(), rng);
       view = layout == Layout::RowTable ? MatrixView<const T>{data.data(), 0, 1, table.data()}
                                         : MatrixView<const T>{data.data(), 1, 0, nullptr, table.data()};
+    }
+    if (layout == Layout::Tables) {  // rows at shuffled offsets, and the columns of each row shuffled too
+      for (std::int64_t i = 0; i < rows; ++i) table.push_back(i * pitch);
+      for (std::int64_t j = 0; j < cols; ++j) col_table.push_back(j);
+      std::shuffle(table.begin(), table.end(), rng);
+      std::shuffle(col_table.begin(), col_table.end(), rng);
+      view = {data.data(), 0, 0, table.data(), col_table.data()};
     }
   }
   T at(std::int64_t i, std::int64_t j) const {
@@ -67,10 +76,13 @@ struct Case {
   std::int64_t m, n, k;
 };
 
-/// Sizes around every build's tile (MR 4..8, NR 8..32) and blocks (KC 256, MC 144, NC 2048).
+/// Sizes around every build's tile (MR 4..8, NR 8..32), blocks (KC 256, MC 144, NC 2048) and the widest C
+/// whose A is read in place (8 NR: 64..256 columns); 290 x 64 x 300 is a weight gradient's shape, A read in
+/// place over two row blocks and two k blocks, with a partial panel.
 std::vector<Case> cases() {
   return {{1, 1, 1},    {3, 5, 7},     {8, 32, 16},   {9, 33, 17},   {24, 31, 1},  {7, 64, 300},
-          {145, 40, 9}, {64, 576, 288}, {300, 5, 513}, {32, 9, 676}, {20, 2100, 3}, {2, 1, 600}};
+          {145, 40, 9}, {64, 576, 288}, {300, 5, 513}, {32, 9, 676}, {20, 2100, 3}, {2, 1, 600},
+          {290, 64, 300}, {13, 256, 20}, {13, 257, 20}, {11, 129, 7}};
 }
 
 template <class T>
@@ -114,7 +126,7 @@ TYPED_TEST_SUITE(CpuGemm, FloatTypes);
 
 TYPED_TEST(CpuGemm, EveryBuildMatchesReference) {
   std::mt19937 rng(7);
-  const Layout layouts[] = {Layout::RowMajor, Layout::ColMajor, Layout::RowTable, Layout::ColTable};
+  const Layout layouts[] = {Layout::RowMajor, Layout::ColMajor, Layout::RowTable, Layout::ColTable, Layout::Tables};
   for (CpuIsa isa : minidl::cpu::available_isas()) {
     for (const Case& c : cases()) {
       for (Layout la : layouts) {

@@ -9,6 +9,7 @@
 #include "core/generator.h"
 #include "cpu/cpu_clones.h"
 #include "cpu/gemm.h"
+#include "cpu/lane_sum.h"
 #include "cpu/parallel.h"
 #include "cpu/philox.h"
 #include "kernels/backend.h"
@@ -61,25 +62,16 @@ MINIDL_CPU_CLONES void uniform_blocks(Philox4x32 philox, std::uint64_t counter_h
 }
 
 /// out[o, i] = sum over r of x[o, r, i] for o in [begin, end), x viewed as (outer, n, inner). Rows (inner == 1,
-/// the sum over an image plane) are summed in 16 interleaved partial sums, which vectorise without
-/// reassociating anything and round better than one running sum; otherwise the rows of x are added up in
-/// order, vectorised along inner.
+/// the sum over an image plane) go through lane_sum; otherwise the rows of x are added up in order,
+/// vectorised along inner.
 template <class T>
 MINIDL_CPU_CLONES void sum_middle(const T* x, std::int64_t n, std::int64_t inner, T* out, std::int64_t begin,
                                   std::int64_t end) {
-  constexpr int kLanes = 16;
   for (std::int64_t o = begin; o < end; ++o) {
     const T* xo = x + o * n * inner;
     T* oo = out + o * inner;
     if (inner == 1) {
-      T part[kLanes] = {};
-      std::int64_t r = 0;
-      for (; r + kLanes <= n; r += kLanes)
-        for (int l = 0; l < kLanes; ++l) part[l] += xo[r + l];
-      for (; r < n; ++r) part[r % kLanes] += xo[r];
-      for (int width = kLanes / 2; width > 0; width /= 2)
-        for (int l = 0; l < width; ++l) part[l] += part[l + width];
-      oo[0] = part[0];
+      oo[0] = lane_sum(xo, n);
       continue;
     }
     std::fill(oo, oo + inner, T(0));

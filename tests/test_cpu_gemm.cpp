@@ -76,13 +76,16 @@ struct Case {
   std::int64_t m, n, k;
 };
 
-/// Sizes around every build's tile (MR 4..8, NR 8..32), blocks (KC 256, MC 144, NC 2048) and the widest C
-/// whose A is read in place (8 NR: 64..256 columns); 290 x 64 x 300 is a weight gradient's shape, A read in
-/// place over two row blocks and two k blocks, with a partial panel.
+/// Sizes around every build's tile (MR 4..8, NR 8..32), blocks (KC 288, cut into equal k blocks; MC 144;
+/// NC 2048) and the widest C whose A is read in place (8 NR: 64..256 columns); 290 x 64 x 300 is a weight
+/// gradient's shape, A read in place over two row blocks and two k blocks, with a partial panel. A row-table B
+/// (a convolution's taps) is read in place by its full column panels: 64 x 622 x 289 is conv2's forward
+/// product (k = 288) with k one past a block, so two blocks, and a partial last panel; 20 x 2100 has one past
+/// NC's first block.
 std::vector<Case> cases() {
-  return {{1, 1, 1},    {3, 5, 7},     {8, 32, 16},   {9, 33, 17},   {24, 31, 1},  {7, 64, 300},
-          {145, 40, 9}, {64, 576, 288}, {300, 5, 513}, {32, 9, 676}, {20, 2100, 3}, {2, 1, 600},
-          {290, 64, 300}, {13, 256, 20}, {13, 257, 20}, {11, 129, 7}};
+  return {{1, 1, 1},     {3, 5, 7},      {8, 32, 16},    {9, 33, 17},   {24, 31, 1},   {7, 64, 300},
+          {145, 40, 9},  {64, 576, 288}, {300, 5, 513},  {32, 9, 676},  {20, 2100, 3}, {2, 1, 600},
+          {290, 64, 300}, {13, 256, 20}, {13, 257, 20},  {11, 129, 7},  {64, 622, 289}};
 }
 
 template <class T>

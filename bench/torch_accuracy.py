@@ -11,7 +11,7 @@ import argparse
 import torch
 import torch.nn.functional as F
 
-from torch_reference import Net, load_idx
+from torch_reference import Net, load_fashion_mnist
 
 
 def main():
@@ -25,14 +25,7 @@ def main():
                     help="train on the final partial batch too (mnist_train does; PyTorch's reference drops it)")
     a = ap.parse_args()
     dev = torch.device(a.device)
-
-    def tensor(name, images):
-        arr = load_idx(f"{a.data}/{name}-{'images-idx3' if images else 'labels-idx1'}-ubyte.gz")
-        if not images:
-            return torch.tensor(arr, dtype=torch.int64, device=dev)
-        return ((torch.tensor(arr, dtype=torch.float32) / 255 - 0.2860) / 0.3530).unsqueeze(1).to(dev)
-
-    xtr, ytr, xte, yte = tensor("train", True), tensor("train", False), tensor("t10k", True), tensor("t10k", False)
+    xtr, ytr, xte, yte = load_fashion_mnist(a.data, dev)
     n = xtr.shape[0]
     for seed in (int(s) for s in a.seeds.split(",")):
         torch.manual_seed(seed)

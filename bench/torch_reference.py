@@ -23,6 +23,17 @@ def load_idx(path):
     return np.frombuffer(raw, dtype=np.uint8, offset=4 + 4 * ndim).reshape(dims)
 
 
+def load_fashion_mnist(data, dev):
+    """Train images, train labels, test images, test labels on `dev`; images normalised as minidl's example does."""
+    def tensor(name, images):
+        arr = load_idx(f"{data}/{name}-{'images-idx3' if images else 'labels-idx1'}-ubyte.gz")
+        if not images:
+            return torch.tensor(arr, dtype=torch.int64, device=dev)
+        return ((torch.tensor(arr, dtype=torch.float32) / 255 - 0.2860) / 0.3530).unsqueeze(1).to(dev)
+
+    return tensor("train", True), tensor("train", False), tensor("t10k", True), tensor("t10k", False)
+
+
 class Net(nn.Module):
     def __init__(self):
         super().__init__()
@@ -102,14 +113,7 @@ def main():
     if a.threads:
         torch.set_num_threads(a.threads)
     dev = torch.device(a.device)
-
-    def tensor(name, images):
-        arr = load_idx(f"{a.data}/{name}-{'images-idx3' if images else 'labels-idx1'}-ubyte.gz")
-        if not images:
-            return torch.tensor(arr, dtype=torch.int64, device=dev)
-        return ((torch.tensor(arr, dtype=torch.float32) / 255 - 0.2860) / 0.3530).unsqueeze(1).to(dev)
-
-    xtr, ytr, xte, yte = tensor("train", True), tensor("train", False), tensor("t10k", True), tensor("t10k", False)
+    xtr, ytr, xte, yte = load_fashion_mnist(a.data, dev)
     if a.train_limit:
         xtr, ytr = xtr[:a.train_limit], ytr[:a.train_limit]
     print(f"torch {torch.__version__} device {dev} threads {torch.get_num_threads()}", flush=True)

@@ -5,7 +5,7 @@
 #
 # Usage: scripts/cuda-sanitize.sh BUILD_DIR OUTDIR
 #   BUILD_DIR  a CUDA build (-DMINIDL_WITH_CUDA=ON) with the tests built (BUILD_DIR/tests/test_*)
-#   OUTDIR     gets one log per tool and binary (TOOL.BINARY.log) and summary.txt
+#   OUTDIR     gets one log per tool, binary and shard (TOOL.BINARY.SHARD.log), TOOL.reports.txt and summary.txt
 # Prints one line per tool, "tool: N errors (A in minidl, B in cuDNN/cuBLAS/cuRAND/NCCL), M tests" with the
 # third-party reports below it (scripts/sanitizer_report.py sorts them by the library of the innermost host
 # frame), and exits non-zero when a test failed or a report is minidl's.

@@ -1,5 +1,6 @@
 // Whole-step CUDA-graph capture: the replayed step computes what the eager step computes, draws fresh
 // random numbers at every replay, and allocates nothing in steady state.
+#include "file_helpers.h"
 #include "test_util.h"
 
 using namespace minidl;
@@ -130,6 +131,28 @@ TEST(CudaGraph, SteadyStateReplaysAllocateNothing) {
   const auto after = cuda::memory_stats(0);
   EXPECT_EQ(after.num_device_allocs, before.num_device_allocs);
   EXPECT_EQ(after.allocated, before.allocated);
+}
+
+TEST(CudaGraph, DebugDumpWritesTheNodesAndTheirOrder) {
+  MINIDL_REQUIRE_GPU();
+  const Tensor a = randn({1000}).cuda();
+  cuda::CUDAGraph g;
+  EXPECT_THROW(g.debug_dump("unused.dot"), ValueError);
+  g.capture_begin();
+  Tensor b = (a * 2.0).relu();
+  Tensor c = b.clone();
+  g.capture_end();
+  test_files::TempDir dir;
+  g.debug_dump(dir.file("step.dot"));
+  const test_files::Bytes bytes = test_files::slurp(dir.file("step.dot"));
+  const std::string dot(bytes.begin(), bytes.end());
+  EXPECT_EQ(dot.rfind("digraph", 0), 0u) << dot.substr(0, 200);
+  EXPECT_NE(dot.find("->"), std::string::npos) << "no dependency edges";
+  // One entry per captured node: the multiply, the ReLU and the copy.
+  std::size_t kernels = 0;
+  for (std::size_t at = dot.find("KERNEL"); at != std::string::npos; at = dot.find("KERNEL", at + 1)) ++kernels;
+  EXPECT_GE(kernels, 2u);
+  EXPECT_THROW(g.debug_dump(dir.file("missing/dir/step.dot")), IOError);
 }
 
 TEST(CudaGraph, MisuseIsAClearError) {

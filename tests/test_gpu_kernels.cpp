@@ -383,17 +383,20 @@ TEST_F(GpuTest, ImplicitGemmConv2dMatchesReference) {
 }
 
 // Through the public entry points with TF32 on: whichever of cuDNN and the own kernel the search picks per
-// pass, results stay within TF32 rounding, also on the cached plan.
-TEST_F(GpuTest, Conv2dWithTf32MatchesReference) {
+// pass, results stay within TF32 rounding, also on the cached plan. One test per case, so that gtest shards
+// (and compute-sanitizer's parallel jobs) can split the search's runs of every cuDNN algorithm.
+class GpuConvTf32 : public GpuTest, public ::testing::WithParamInterface<ConvCase> {};
+
+TEST_P(GpuConvTf32, MatchesReference) {
   cuda::set_allow_tf32(true, false);
   std::mt19937 rng(99);
-  for (const ConvCase& c : igemm_cases()) {
-    SCOPED_TRACE(c.name);
-    const ConvProblem<float> prob(c, rng);
-    check_conv(prob, kTf32);
-    check_conv(prob, kTf32);
-  }
+  const ConvProblem<float> prob(GetParam(), rng);
+  check_conv(prob, kTf32);
+  check_conv(prob, kTf32);
 }
+
+INSTANTIATE_TEST_SUITE_P(Cases, GpuConvTf32, ::testing::ValuesIn(igemm_cases()),
+                         [](const ::testing::TestParamInfo<ConvCase>& info) { return std::string(info.param.name); });
 
 TEST_F(GpuTest, ImplicitGemmDeclinesWhatItDoesNotHandle) {
   kernels::Conv2dParams p;

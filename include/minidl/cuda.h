@@ -92,6 +92,9 @@ class CUDAGraph {
   bool captured() const;
   /// Kernel (and memcpy/memset) nodes in the captured graph.
   std::size_t num_nodes() const;
+  /// Writes the captured graph as a Graphviz file (cudaGraphDebugDotPrint, verbose: every node with its kernel,
+  /// launch parameters and copy addresses, and the dependencies), as torch.cuda.CUDAGraph.debug_dump does.
+  void debug_dump(const std::string& path) const;
 
  private:
   struct Impl;

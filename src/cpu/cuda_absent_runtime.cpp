@@ -23,6 +23,7 @@ void CUDAGraph::replay() { detail::throw_cuda_not_built(); }
 void CUDAGraph::reset() {}
 bool CUDAGraph::captured() const { return false; }
 std::size_t CUDAGraph::num_nodes() const { return 0; }
+void CUDAGraph::debug_dump(const std::string&) const { detail::throw_cuda_not_built(); }
 bool is_capturing() { return false; }
 void profiler_start() {}
 void profiler_stop() {}

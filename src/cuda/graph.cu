@@ -97,6 +97,13 @@ void CUDAGraph::reset() {
   impl_->philox_base = nullptr;
 }
 
+void CUDAGraph::debug_dump(const std::string& path) const {
+  MINIDL_CHECK(impl_->graph != nullptr, ValueError, "CUDAGraph::debug_dump: nothing captured");
+  const cudaError_t err = cudaGraphDebugDotPrint(impl_->graph, path.c_str(), cudaGraphDebugDotFlagsVerbose);
+  MINIDL_CHECK(err == cudaSuccess, IOError, "CUDAGraph::debug_dump: could not write '", path, "' (",
+               cudaGetErrorString(err), ")");
+}
+
 bool CUDAGraph::captured() const { return impl_->exec != nullptr; }
 std::size_t CUDAGraph::num_nodes() const { return impl_->nodes; }
 bool is_capturing() { return t_capturing; }

@@ -22,6 +22,7 @@
 #include "cuda/context.h"
 #include "cuda/conv2d_direct.h"
 #include "cuda/conv2d_igemm.h"
+#include "cuda/conv2d_staged.h"
 #include "minidl/cuda.h"
 #include "minidl/errors.h"
 #include "reference_kernels.h"
@@ -380,6 +381,64 @@ TEST_F(GpuTest, ImplicitGemmConv2dMatchesReference) {
   EXPECT_EQ(covered[0], 12);
   EXPECT_EQ(covered[1], 10);
   EXPECT_EQ(covered[2], 12);
+}
+
+// ---- minidl's staged convolution (source band in shared memory), called directly ------------------------
+
+std::vector<ConvCase> staged_cases() {
+  std::vector<ConvCase> cases = igemm_cases();
+  // An image too large for one block's shared memory: many bands, each with its halo of rows.
+  cases.push_back({"many_bands_pad1", 2, 64, 40, 44, 40, 3, 3, 1, 1, 1, 1});
+  cases.push_back({"stride2_dilation2_pad2", 3, 5, 17, 19, 33, 3, 3, 2, 2, 2, 2, 2, 2});
+  cases.push_back({"one_image_mnist_conv2", 1, 32, 26, 26, 64, 3, 3});  // more bands so that blocks fill the GPU
+  return cases;
+}
+
+TEST_F(GpuTest, StagedConv2dMatchesReference) {
+  std::mt19937 rng(2468);
+  int covered[2] = {0, 0};
+  for (const ConvCase& c : staged_cases()) {
+    SCOPED_TRACE(c.name);
+    const ConvProblem<float> prob(c, rng);
+    const kernels::Conv2dParams& p = prob.p;
+    const DeviceBuffer<float> x(prob.x), w(prob.w), b(prob.b), dy(prob.dy);
+    if (gpu::staged_supports(p, gpu::ConvPass::kForward)) {
+      ++covered[0];
+      DeviceBuffer<float> y1(prob.ys), y2(prob.ys);
+      gpu::staged_conv2d_forward(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y1.get());
+      expect_all_close(y1.host(), prob.y_ref, "y", kTf32.rtol, kTf32.atol, &prob.y_mag, kTf32.sum_rtol);
+      gpu::staged_conv2d_forward(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y2.get());
+      EXPECT_EQ(y1.host(), y2.host());  // no atomics: bitwise repeatable
+    }
+    if (gpu::staged_supports(p, gpu::ConvPass::kBackwardInput)) {
+      ++covered[1];
+      DeviceBuffer<float> dx(prob.xs);
+      gpu::staged_conv2d_backward_input(p, dy.get(), w.get(), dx.get());
+      expect_all_close(dx.host(), prob.dx_ref, "dx", kTf32.rtol, kTf32.atol, &prob.dx_mag, kTf32.sum_rtol);
+    }
+  }
+  // Everything but the grouped cases, and for the input gradient the strided ones.
+  EXPECT_EQ(covered[0], 15);
+  EXPECT_EQ(covered[1], 12);
+}
+
+TEST_F(GpuTest, StagedDeclinesWhatItDoesNotHandle) {
+  kernels::Conv2dParams p;
+  p.N = 2, p.C = 4, p.H = 9, p.W = 9, p.K = 6, p.R = 3, p.S = 3;
+  p.finalize("test conv");
+  EXPECT_TRUE(gpu::staged_supports(p, gpu::ConvPass::kForward));
+  EXPECT_TRUE(gpu::staged_supports(p, gpu::ConvPass::kBackwardInput));
+  EXPECT_FALSE(gpu::staged_supports(p, gpu::ConvPass::kBackwardWeight));
+  p.stride_h = 2;
+  p.finalize("test conv");
+  EXPECT_TRUE(gpu::staged_supports(p, gpu::ConvPass::kForward));
+  EXPECT_FALSE(gpu::staged_supports(p, gpu::ConvPass::kBackwardInput));  // strided input gradient
+  p.stride_h = 1, p.groups = 2;
+  p.finalize("test conv");
+  EXPECT_FALSE(gpu::staged_supports(p, gpu::ConvPass::kForward));
+  p.groups = 1, p.C = 2048;  // 32 channels' weights of a 2048 x 3 x 3 reduction: 2.4 MB, more than shared memory
+  p.finalize("test conv");
+  EXPECT_FALSE(gpu::staged_supports(p, gpu::ConvPass::kForward));
 }
 
 // Through the public entry points with TF32 on: whichever of cuDNN and the own kernel the search picks per

@@ -25,6 +25,7 @@
 #include "cuda/context.h"
 #include "cuda/conv2d_direct.h"
 #include "cuda/conv2d_igemm.h"
+#include "cuda/conv2d_staged.h"
 #include "cuda/cudnn_tensor.h"
 #include "minidl/cuda.h"
 
@@ -92,7 +93,7 @@ std::string describe(const Conv2dParams& p) {
 }
 
 /// Who runs a pass: cuDNN (its algorithm `algo`) or one of minidl's own kernels.
-enum class Impl { kCudnn, kImplicitGemm, kDirect };
+enum class Impl { kCudnn, kImplicitGemm, kStaged, kDirect };
 
 struct Algorithm {
   int algo = 0;
@@ -260,9 +261,12 @@ Algorithm consider_own(const Algorithm& best, Impl impl, bool applies, Launch la
   return own.time_ms < best.time_ms ? own : best;
 }
 
-/// The implicit-GEMM kernels take float data with TF32 allowed (they multiply on TF32 tensor cores).
+/// The implicit-GEMM and staged kernels take float data with TF32 allowed (they multiply on TF32 tensor cores).
 bool igemm_applies(const Conv2dParams& p, ConvPass pass, const Settings& s) {
   return s.math == CUDNN_TENSOR_OP_MATH && igemm_supports(p, pass);
+}
+bool staged_applies(const Conv2dParams& p, ConvPass pass, const Settings& s) {
+  return s.math == CUDNN_TENSOR_OP_MATH && staged_supports(p, pass);
 }
 
 /// Every plan of the process, shared by all passes and data types. Plans live until the process ends.
@@ -296,6 +300,7 @@ std::string describe_choice(const Algorithm& a) {
   std::string s = a.impl == Impl::kCudnn
                       ? detail::str("cuDNN algorithm ", a.algo, " (workspace ", a.workspace_bytes, " bytes)")
                   : a.impl == Impl::kImplicitGemm ? std::string("minidl implicit-GEMM kernel (TF32)")
+                  : a.impl == Impl::kStaged       ? std::string("minidl staged kernel (TF32)")
                                                   : std::string("minidl direct kernel");
   if (a.time_ms <= 0) return s + ", chosen untimed (first seen during graph capture)";
   s += detail::str(", ", a.time_ms, " ms");
@@ -334,6 +339,8 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
     if constexpr (std::is_same<T, float>::value) {
       best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kForward, s),
                           [&] { igemm_conv2d_forward(p, x, w, bias, y); });
+      best = consider_own(best, Impl::kStaged, staged_applies(p, ConvPass::kForward, s),
+                          [&] { staged_conv2d_forward(p, x, w, bias, y); });
     }
     return consider_own(best, Impl::kDirect, direct_conv_supports(p),
                         [&] { direct_conv2d_forward(p, x, w, bias, y); });
@@ -342,6 +349,7 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
   if (a.impl == Impl::kDirect) return direct_conv2d_forward(p, x, w, bias, y);
   if constexpr (std::is_same<T, float>::value) {
     if (a.impl == Impl::kImplicitGemm) return igemm_conv2d_forward(p, x, w, bias, y);
+    if (a.impl == Impl::kStaged) return staged_conv2d_forward(p, x, w, bias, y);
   }
   const T one = 1, zero = 0;
   MINIDL_CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x.get(), x, plan.w.get(), w, plan.conv[kForward].get(),
@@ -373,12 +381,15 @@ void conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx
     if constexpr (std::is_same<T, float>::value) {
       best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardInput, s),
                           [&] { igemm_conv2d_backward_input(p, dy, w, dx); });
+      best = consider_own(best, Impl::kStaged, staged_applies(p, ConvPass::kBackwardInput, s),
+                          [&] { staged_conv2d_backward_input(p, dy, w, dx); });
     }
     return best;
   });
   const Algorithm& a = plan.algo[kBackwardData];
   if constexpr (std::is_same<T, float>::value) {
     if (a.impl == Impl::kImplicitGemm) return igemm_conv2d_backward_input(p, dy, w, dx);
+    if (a.impl == Impl::kStaged) return staged_conv2d_backward_input(p, dy, w, dx);
   }
   const T one = 1, zero = 0;
   MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w.get(), w, plan.y.get(), dy,

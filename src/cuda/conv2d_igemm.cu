@@ -1,12 +1,7 @@
 // Implicit-GEMM convolution on TF32 tensor cores (see conv2d_igemm.h). The CPU reference these kernels are
 // tested against is cpu::conv2d_* (tests/test_gpu_kernels.cpp, ImplicitGemm*).
 //
-// Forward and input gradient are one GEMM shape: C[m][col] = sum_k A(m, k) B(k, col), where m runs over the
-// output pixels (image, row, column), col over the output channels, and k over (channel, r, s) of the
-// gathered operand. A is read straight from the NCHW input: the address of A(m, k) splits into a part of m
-// (image, top-left corner of the window) and a part of k (channel plane, tap offset), so a per-tile table of
-// the k parts plus bounds checks replace im2col. The input gradient with stride 1 is the same gather over dy
-// with the taps mirrored (row offset -r·dil instead of +r·dil) and the weight read transposed.
+// Forward and input gradient are the GEMM of conv_gemm.cuh, with A gathered from global memory tile by tile.
 //
 // The weight gradient reduces over all output pixels: dW[k][crs] = sum_m dY(m, k) · X(m, crs). The m range is
 // split over blocks (there are only a few output tiles) that write partial sums; a second kernel adds the
@@ -16,12 +11,12 @@
 #include <mma.h>
 
 #include <algorithm>
-#include <climits>
 #include <cstdint>
 #include <map>
 #include <mutex>
 
 #include "cuda/context.h"
+#include "cuda/conv_gemm.cuh"
 #include "cuda/sum_splits.cuh"
 
 namespace minidl {
@@ -41,61 +36,6 @@ using kernels::Conv2dParams;
 
 // One tensor-core step: m16 n16 k8 in TF32 with float accumulation.
 constexpr int kFragM = 16, kFragN = 16, kFragK = 8;
-
-// A tap table entry: offset of the tap in the gathered tensor, its row and column offsets (for the bounds
-// check) and the offset of its weight. A k beyond the reduction length gets a row offset that fails every
-// bounds check and a weight offset of -1, so the padded part of the last tile multiplies zeros.
-struct Tap {
-  int offset, dr, ds, weight;
-};
-constexpr int kOutOfRange = INT_MIN / 2;
-
-/// How the gathered operand is addressed: element (m, k) of A is src[base(m) + tap(k).offset] when
-/// 0 <= top(m) + tap.dr < src_h and 0 <= left(m) + tap.ds < src_w, else 0.
-struct Gather {
-  const float* src;
-  int src_image, src_h, src_w;  // elements per image, plane height and width
-  int plane, out_w;             // output plane size and width: m = image * plane + row * out_w + column
-  int row_mul, row_off, col_mul, col_off;  // top = row * row_mul + row_off, left likewise
-  int RS, S, channel, r_step, s_step;      // k = (ci, r, s): offset ci * channel + r * r_step * src_w + s * s_step
-  int w_channel;                           // weight offset of k: ci * w_channel + r * S + s
-
-  __device__ Tap tap(int k, int k_total) const {
-    if (k >= k_total) return {0, kOutOfRange, kOutOfRange, -1};
-    const int ci = k / RS, rs = k - ci * RS, r = rs / S, s = rs - r * S;
-    const int dr = r * r_step, ds = s * s_step;
-    return {ci * channel + dr * src_w + ds, dr, ds, ci * w_channel + rs};
-  }
-  /// Splits m into the base offset and the window corner; `image` and `pixel` are returned for the output.
-  __device__ void locate(int m, int& image, int& pixel, int& base, int& top, int& left) const {
-    image = m / plane;
-    pixel = m - image * plane;
-    const int row = pixel / out_w, column = pixel - row * out_w;
-    top = row * row_mul + row_off;
-    left = column * col_mul + col_off;
-    base = image * src_image + top * src_w + left;
-  }
-  /// Whether element (m, k) lies inside the source; `ptr` receives its address, or a valid dummy address.
-  __device__ bool at(int base, int top, int left, const Tap& t, const float*& ptr) const {
-    const bool inside = static_cast<unsigned>(top + t.dr) < static_cast<unsigned>(src_h) &&
-                        static_cast<unsigned>(left + t.ds) < static_cast<unsigned>(src_w);
-    ptr = inside ? src + base + t.offset : src;
-    return inside;
-  }
-};
-
-// cp.async (compute capability 8.0 on): global-to-shared copies that skip the registers, so a tile's loads
-// stay in flight while the tensor cores work on an earlier one. A copy whose predicate is false reads nothing
-// and writes zeros (source size 0): that is how padding, tile tails and out-of-range taps become zeros.
-__device__ __forceinline__ void copy_async(float* dst, const float* src, bool valid) {
-  const unsigned d = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.ca.shared.global [%0], [%1], 4, %2;\n" ::"r"(d), "l"(src), "r"(valid ? 4 : 0));
-}
-__device__ __forceinline__ void commit_copies() { asm volatile("cp.async.commit_group;\n" ::); }
-template <int kPending>
-__device__ __forceinline__ void wait_copies() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending));
-}
 
 // Tiles go through a ring of kStages shared-memory buffers: while tile t is multiplied, tiles t+1 and t+2 load.
 // The fp32 values go to the tensor cores as they are; TF32 math uses their upper 19 bits (truncation, which
@@ -149,16 +89,6 @@ __device__ __forceinline__ void multiply_tile(Accumulators<FN>& acc, APtr a, int
 
 // ---- forward and input gradient ------------------------------------------------------------------------
 
-struct GemmArgs {
-  Gather a;
-  const float* w;
-  const float* bias;  // may be null
-  float* out;         // out[image * out_image + col * plane + pixel]
-  int M, N, K;        // GEMM sizes: output pixels, output channels, reduction length
-  int w_col;          // weight offset of output channel col: col * w_col
-  int out_image;
-};
-
 // A block computes a 128 x BN output tile with 8 warps (4 along m, 2 along the channels); the reduction runs in
 // tiles of 32. BN is 64, or 32 where there are only 32 channels (the example's conv1 and conv2's input gradient).
 constexpr int kBM = 128, kBK = 32, kThreads = 256;
@@ -179,7 +109,7 @@ struct GemmTiles {
 };
 
 template <int BN>
-__global__ void __launch_bounds__(kThreads, 2) gather_gemm_kernel(GemmArgs g) {
+__global__ void __launch_bounds__(kThreads, 2) gather_gemm_kernel(ConvGemm g) {
 #if MINIDL_IGEMM_BODY
   using Tiles = GemmTiles<BN>;
   extern __shared__ __align__(128) float smem[];
@@ -264,36 +194,20 @@ struct DeviceSetup {
 const DeviceSetup& device_setup();
 
 template <int BN>
-void launch_gather_gemm_tiles(const GemmArgs& g) {
+void launch_gather_gemm_tiles(const ConvGemm& g) {
   const std::size_t bytes = GemmTiles<BN>::bytes((g.K + kBK - 1) / kBK);
   const dim3 grid((g.M + kBM - 1) / kBM, (g.N + BN - 1) / BN);
   gather_gemm_kernel<BN><<<grid, kThreads, bytes, stream()>>>(g);
   MINIDL_CUDA_KERNEL_CHECK();
 }
 
-void launch_gather_gemm(const GemmArgs& g) {
+void launch_gather_gemm(const ConvGemm& g) {
   device_setup();
   if (g.N <= 32) {
     launch_gather_gemm_tiles<32>(g);
   } else {
     launch_gather_gemm_tiles<64>(g);
   }
-}
-
-/// The input of the convolution as the gathered operand, m over the output pixels (forward and weight gradient).
-Gather input_gather(const Conv2dParams& p, const float* x) {
-  Gather a;
-  a.src = x;
-  a.src_image = static_cast<int>(p.C * p.H * p.W);
-  a.src_h = static_cast<int>(p.H), a.src_w = static_cast<int>(p.W);
-  a.plane = static_cast<int>(p.P * p.Q), a.out_w = static_cast<int>(p.Q);
-  a.row_mul = static_cast<int>(p.stride_h), a.row_off = static_cast<int>(-p.pad_h);
-  a.col_mul = static_cast<int>(p.stride_w), a.col_off = static_cast<int>(-p.pad_w);
-  a.RS = static_cast<int>(p.R * p.S), a.S = static_cast<int>(p.S);
-  a.channel = static_cast<int>(p.H * p.W);
-  a.r_step = static_cast<int>(p.dil_h), a.s_step = static_cast<int>(p.dil_w);
-  a.w_channel = a.RS;
-  return a;
 }
 
 // ---- weight gradient ------------------------------------------------------------------------------------
@@ -423,33 +337,11 @@ bool igemm_supports(const Conv2dParams& p, ConvPass pass) {
 }
 
 void igemm_conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y) {
-  GemmArgs g;
-  g.a = input_gather(p, x);
-  g.w = w, g.bias = bias, g.out = y;
-  g.M = static_cast<int>(p.N * p.P * p.Q), g.N = static_cast<int>(p.K), g.K = static_cast<int>(p.C * p.R * p.S);
-  g.w_col = g.K;
-  g.out_image = static_cast<int>(p.K * p.P * p.Q);
-  launch_gather_gemm(g);
+  launch_gather_gemm(forward_gemm(p, x, w, bias, y));
 }
 
 void igemm_conv2d_backward_input(const Conv2dParams& p, const float* dy, const float* w, float* dx) {
-  // dx(n, c, h, w) = sum over (k, r, s) of dy(n, k, h + pad - r·dil, w + pad - s·dil) · w(k, c, r, s).
-  GemmArgs g;
-  Gather& a = g.a;
-  a.src = dy;
-  a.src_image = static_cast<int>(p.K * p.P * p.Q);
-  a.src_h = static_cast<int>(p.P), a.src_w = static_cast<int>(p.Q);
-  a.plane = static_cast<int>(p.H * p.W), a.out_w = static_cast<int>(p.W);
-  a.row_mul = 1, a.row_off = static_cast<int>(p.pad_h), a.col_mul = 1, a.col_off = static_cast<int>(p.pad_w);
-  a.RS = static_cast<int>(p.R * p.S), a.S = static_cast<int>(p.S);
-  a.channel = static_cast<int>(p.P * p.Q);
-  a.r_step = static_cast<int>(-p.dil_h), a.s_step = static_cast<int>(-p.dil_w);
-  a.w_channel = static_cast<int>(p.C * p.R * p.S);  // k's weight (k, ., r, s); channel c adds c * RS
-  g.w = w, g.bias = nullptr, g.out = dx;
-  g.M = static_cast<int>(p.N * p.H * p.W), g.N = static_cast<int>(p.C), g.K = static_cast<int>(p.K * p.R * p.S);
-  g.w_col = a.RS;
-  g.out_image = static_cast<int>(p.C * p.H * p.W);
-  launch_gather_gemm(g);
+  launch_gather_gemm(backward_input_gemm(p, dy, w, dx));
 }
 
 void igemm_conv2d_backward_weight(const Conv2dParams& p, const float* x, const float* dy, float* dw) {

@@ -1,0 +1,27 @@
+#pragma once
+// Convolution kernels that stage a band of the source image in shared memory, then multiply on TF32 tensor
+// cores (mma.sync) with every operand read from shared memory. For the example's conv2 (32 → 64 channels, 3×3,
+// 26×26) the implicit-GEMM kernels (conv2d_igemm.h), which gather each tile's operand from global memory
+// element by element, took 62–68 µs per pass at batch 64 on the H200 (2026-11-30): Nsight Compute showed about
+// 900 instructions per warp and tile of 32 reduction steps, 25% occupancy and a second, nearly empty wave.
+// Here a block loads its rows of every channel once (a 3×3 window reads each element 9 times from shared memory
+// instead of from global memory), so the inner loop is two table lookups, shared-memory loads and mma.
+// conv2d.cpp offers them as candidates in its per-shape search when TF32 is allowed; float only, deterministic.
+#include "cuda/conv2d_igemm.h"
+#include "kernels/params.h"
+
+namespace minidl {
+namespace gpu {
+
+/// Whether the staged kernels handle `p` in `pass` (forward, or the input gradient with stride 1): groups 1,
+/// 32-bit offsets, a device of compute capability 8.0 or later, and shared memory for the weights of 32 output
+/// channels plus at least one band of source rows.
+bool staged_supports(const kernels::Conv2dParams& p, ConvPass pass);
+
+/// y = conv(x, w) + bias (bias may be null). Same layouts as kernels/layer_kernels.h.
+void staged_conv2d_forward(const kernels::Conv2dParams& p, const float* x, const float* w, const float* bias, float* y);
+/// dx = gradient of the convolution w.r.t. x (stride 1); overwrites dx.
+void staged_conv2d_backward_input(const kernels::Conv2dParams& p, const float* dy, const float* w, float* dx);
+
+}  // namespace gpu
+}  // namespace minidl

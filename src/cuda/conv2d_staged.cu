@@ -11,6 +11,7 @@
 #include "cuda/conv2d_staged.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -51,9 +52,10 @@ struct Band {
   int ldw;                  // weight row stride in shared memory, 4 mod 32: conflict-free fragment loads
 
   __host__ __device__ int patch_floats() const { return (channels * patch_h * patch_w + 3) / 4 * 4; }
+  /// Shared memory: the patch, the weights, and two tables over the reduction (tap offsets, weight offsets).
   std::size_t bytes() const {
     return sizeof(float) * (static_cast<std::size_t>(patch_floats()) + static_cast<std::size_t>(kGroup) * ldw) +
-           sizeof(int) * static_cast<std::size_t>(k_padded);
+           2 * sizeof(int) * static_cast<std::size_t>(k_padded);
   }
 };
 
@@ -83,6 +85,14 @@ __global__ void __launch_bounds__(kThreads) staged_gemm_kernel(ConvGemm g, Band 
   const int patch_row0 = row0 * a.row_mul + b.src_row0;
   const int plane = b.patch_h * b.patch_w;
 
+  // The reduction's tables: each k's offset in the patch (past the reduction 0, a finite element whose weight
+  // is 0) and in the weights (-1 past the reduction).
+  int* weight_offsets = taps + b.k_padded;
+  for (int k = tid; k < b.k_padded; k += kThreads) {
+    const Tap t = a.tap(k, g.K);
+    taps[k] = k < g.K ? (k / a.RS) * plane + t.dr * b.patch_w + t.ds : 0;
+    weight_offsets[k] = t.weight;
+  }
   // The patch: one warp per (channel, row), lanes along the row.
   const float* src = a.src + static_cast<std::int64_t>(image) * a.src_image;
   for (int r = warp; r < b.channels * b.patch_h; r += kWarps) {
@@ -95,19 +105,18 @@ __global__ void __launch_bounds__(kThreads) staged_gemm_kernel(ConvGemm g, Band 
       copy_async(patch + r * b.patch_w + pc, inside ? src_row + sc : a.src, inside);
     }
   }
+  __syncthreads();  // the weight offsets
   // The weights as [channel][k], zero past the reduction and past the last output channel.
-  for (int i = tid; i < kGroup * b.k_padded; i += kThreads) {
-    const int c = i / b.k_padded, k = i - c * b.k_padded, col = n0 + c;
-    const Tap t = a.tap(k, g.K);
-    const bool ok = t.weight >= 0 && col < g.N;
-    copy_async(ws + c * b.ldw + k, ok ? g.w + t.weight + col * g.w_col : g.w, ok);
+  for (int c = warp; c < kGroup; c += kWarps) {
+    const int col = n0 + c;
+    const float* w_col = g.w + static_cast<std::int64_t>(col < g.N ? col : 0) * g.w_col;
+    for (int k = lane; k < b.k_padded; k += 32) {
+      const int offset = weight_offsets[k];
+      const bool ok = offset >= 0 && col < g.N;
+      copy_async(ws + c * b.ldw + k, ok ? w_col + offset : g.w, ok);
+    }
   }
   commit_copies();
-  // Patch offsets of the taps; past the reduction an offset of 0 (a finite element whose weight is 0).
-  for (int k = tid; k < b.k_padded; k += kThreads) {
-    const Tap t = a.tap(k, g.K);
-    taps[k] = k < g.K ? (k / a.RS) * plane + t.dr * b.patch_w + t.ds : 0;
-  }
   wait_copies<0>();
   __syncthreads();
 
@@ -167,11 +176,13 @@ __global__ void __launch_bounds__(kThreads) staged_gemm_kernel(ConvGemm g, Band 
 #endif
 }
 
-/// Per-device launch facts, looked up once: multiprocessors, the opt-in shared memory per block, and whether
-/// the kernel loaded for the device has a body (compute capability 8.0 or later).
+/// Per-device launch facts, looked up once: multiprocessors, shared memory (per block with opt-in, per
+/// multiprocessor), how many blocks the registers allow, and whether the kernel loaded for the device has a body
+/// (compute capability 8.0 or later).
 struct DeviceSetup {
   int multiprocessors = 0;
-  int smem_per_block = 0;
+  int smem_per_block = 0, smem_per_sm = 0;
+  int blocks_by_registers = 0;  // resident blocks per multiprocessor that the registers allow
   bool tf32_kernel = false;
 };
 
@@ -188,6 +199,10 @@ const DeviceSetup& device_setup() {
   cudaFuncAttributes f{};
   MINIDL_CUDA_CHECK(cudaFuncGetAttributes(&f, staged_gemm_kernel));
   d.tf32_kernel = f.binaryVersion >= 80;
+  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+  int registers = 0;
+  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&registers, cudaDevAttrMaxRegistersPerMultiprocessor, device));
+  d.blocks_by_registers = registers / (std::max(f.numRegs, 1) * kThreads);
   d.smem_per_block -= static_cast<int>(f.sharedSizeBytes);
   MINIDL_CUDA_CHECK(cudaFuncSetAttribute(staged_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          d.smem_per_block));
@@ -213,29 +228,40 @@ Band band_of(const ConvGemm& g, int out_rows, int bands) {
   return b;
 }
 
-/// The fewest bands whose patch lets two blocks share a multiprocessor (so one block's loads overlap the other's
-/// products), else one; then more bands while the launch would leave multiprocessors idle. rows == 0: no band
-/// fits in shared memory.
+/// Estimated cycles of a launch with band `b`, from a model of the kernel's instruction counts (measured with
+/// Nsight Compute on the H200: about 8 per staged element and 40 per warp and reduction step of 32 pixels, two
+/// instructions per cycle and multiprocessor, a dependent chain of about 4 cycles per instruction within a warp).
+/// More bands give more blocks but re-stage the weights and the halo rows; fewer leave multiprocessors idle.
+double launch_cycles(const Band& b, std::int64_t images, int groups, const DeviceSetup& d, int out_w) {
+  const std::int64_t per_sm =
+      std::min<std::int64_t>(d.blocks_by_registers, d.smem_per_sm / static_cast<std::int64_t>(b.bytes() + 1024));
+  if (per_sm == 0 || b.bytes() > static_cast<std::size_t>(d.smem_per_block)) return -1;
+  const std::int64_t blocks = images * groups * b.bands;
+  const std::int64_t waves = (blocks + per_sm * d.multiprocessors - 1) / (per_sm * d.multiprocessors);
+  const double units = std::ceil(static_cast<double>(b.rows) * out_w / kWarpPixels), steps = b.k_padded / 8;
+  const double staging = 8.0 * (b.patch_floats() + kGroup * b.k_padded) / 32, compute = units * steps * 40;
+  const std::int64_t resident = std::min(per_sm, (blocks + d.multiprocessors - 1) / d.multiprocessors);
+  const double throughput = static_cast<double>(resident) * (staging + compute) / 2;
+  const double chain = std::ceil(units / kWarps) * steps * 40 * 4;
+  return static_cast<double>(waves) * std::max(throughput, chain);
+}
+
+/// The band with the least estimated time; rows == 0 when not even one output row fits in shared memory.
 Band plan(const ConvGemm& g, int images, int out_rows) {
   const DeviceSetup& d = device_setup();
   const int groups = (g.N + kGroup - 1) / kGroup;
-  Band b{};
-  for (int per_sm : {2, 1}) {
-    const std::size_t budget = static_cast<std::size_t>(d.smem_per_block / per_sm);
-    for (int bands = 1; bands <= out_rows; ++bands) {
-      const Band c = band_of(g, out_rows, bands);
-      if (c.bytes() <= budget) {
-        b = c;
-        break;
-      }
+  Band best{};
+  double best_cycles = 0;
+  for (int bands = 1; bands <= out_rows; ++bands) {
+    const Band b = band_of(g, out_rows, bands);
+    if (b.bands != bands) continue;  // rounding gave a band count already seen
+    const double cycles = launch_cycles(b, images, groups, d, g.a.out_w);
+    if (cycles >= 0 && (best.rows == 0 || cycles < best_cycles)) {
+      best = b;
+      best_cycles = cycles;
     }
-    if (b.rows > 0) break;
   }
-  if (b.rows == 0) return b;
-  for (int want = b.bands; static_cast<std::int64_t>(images) * groups * b.bands < 2 * d.multiprocessors && b.rows > 1;) {
-    b = band_of(g, out_rows, ++want);  // fewer rows per band (rounding can leave the count of bands as it was)
-  }
-  return b;
+  return best;
 }
 
 void launch(const ConvGemm& g, int images, int out_rows) {

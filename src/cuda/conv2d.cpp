@@ -101,6 +101,7 @@ struct Algorithm {
   float time_ms = 0;  // as measured by the search; 0 when chosen without timing
   Impl impl = Impl::kCudnn;
   float cudnn_ms = 0;  // cuDNN's pick's time, also when an own kernel won (for conv2d_algorithm_choices)
+  int bands = 0;       // the staged kernels' launch choice (see staged_band_choices)
 };
 
 /// Descriptors of one shape and settings, and the algorithm of each pass once chosen.
@@ -250,10 +251,11 @@ float time_on_stream(Launch launch) {
 /// deterministic, so the deterministic setting keeps them. During capture they cannot be timed and are taken
 /// untimed: on the example's convolutions they beat every cuDNN algorithm at batch 64 (H200, 2026-11-30).
 template <class Launch>
-Algorithm consider_own(const Algorithm& best, Impl impl, bool applies, Launch launch) {
+Algorithm consider_own(const Algorithm& best, Impl impl, bool applies, Launch launch, int bands = 0) {
   if (!applies) return best;
   Algorithm own;
   own.impl = impl;
+  own.bands = bands;
   own.algo = best.algo;  // cuDNN's pick, for the report
   own.cudnn_ms = best.cudnn_ms;
   if (stream_is_capturing()) return own;
@@ -261,12 +263,23 @@ Algorithm consider_own(const Algorithm& best, Impl impl, bool applies, Launch la
   return own.time_ms < best.time_ms ? own : best;
 }
 
-/// The implicit-GEMM and staged kernels take float data with TF32 allowed (they multiply on TF32 tensor cores).
+/// The implicit-GEMM kernels take float data with TF32 allowed (they multiply on TF32 tensor cores).
 bool igemm_applies(const Conv2dParams& p, ConvPass pass, const Settings& s) {
   return s.math == CUDNN_TENSOR_OP_MATH && igemm_supports(p, pass);
 }
-bool staged_applies(const Conv2dParams& p, ConvPass pass, const Settings& s) {
-  return s.math == CUDNN_TENSOR_OP_MATH && staged_supports(p, pass);
+
+/// `best`, or the staged kernels with the fastest of their band choices (TF32 allowed). During capture, where
+/// nothing can be timed, the first choice (the kernels' cost model's) is taken.
+template <class Launch>
+Algorithm consider_staged(const Algorithm& best, const Conv2dParams& p, ConvPass pass, const Settings& s,
+                          Launch launch) {
+  if (s.math != CUDNN_TENSOR_OP_MATH) return best;
+  Algorithm pick = best;
+  for (int bands : staged_band_choices(p, pass)) {
+    pick = consider_own(pick, Impl::kStaged, true, [&] { launch(bands); }, bands);
+    if (stream_is_capturing()) break;
+  }
+  return pick;
 }
 
 /// Every plan of the process, shared by all passes and data types. Plans live until the process ends.
@@ -300,7 +313,7 @@ std::string describe_choice(const Algorithm& a) {
   std::string s = a.impl == Impl::kCudnn
                       ? detail::str("cuDNN algorithm ", a.algo, " (workspace ", a.workspace_bytes, " bytes)")
                   : a.impl == Impl::kImplicitGemm ? std::string("minidl implicit-GEMM kernel (TF32)")
-                  : a.impl == Impl::kStaged       ? std::string("minidl staged kernel (TF32)")
+                  : a.impl == Impl::kStaged       ? detail::str("minidl staged kernel (TF32, ", a.bands, " bands)")
                                                   : std::string("minidl direct kernel");
   if (a.time_ms <= 0) return s + ", chosen untimed (first seen during graph capture)";
   s += detail::str(", ", a.time_ms, " ms");
@@ -339,8 +352,8 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
     if constexpr (std::is_same<T, float>::value) {
       best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kForward, s),
                           [&] { igemm_conv2d_forward(p, x, w, bias, y); });
-      best = consider_own(best, Impl::kStaged, staged_applies(p, ConvPass::kForward, s),
-                          [&] { staged_conv2d_forward(p, x, w, bias, y); });
+      best = consider_staged(best, p, ConvPass::kForward, s,
+                             [&](int bands) { staged_conv2d_forward(p, x, w, bias, y, bands); });
     }
     return consider_own(best, Impl::kDirect, direct_conv_supports(p),
                         [&] { direct_conv2d_forward(p, x, w, bias, y); });
@@ -349,7 +362,7 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
   if (a.impl == Impl::kDirect) return direct_conv2d_forward(p, x, w, bias, y);
   if constexpr (std::is_same<T, float>::value) {
     if (a.impl == Impl::kImplicitGemm) return igemm_conv2d_forward(p, x, w, bias, y);
-    if (a.impl == Impl::kStaged) return staged_conv2d_forward(p, x, w, bias, y);
+    if (a.impl == Impl::kStaged) return staged_conv2d_forward(p, x, w, bias, y, a.bands);
   }
   const T one = 1, zero = 0;
   MINIDL_CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x.get(), x, plan.w.get(), w, plan.conv[kForward].get(),
@@ -381,15 +394,15 @@ void conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx
     if constexpr (std::is_same<T, float>::value) {
       best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardInput, s),
                           [&] { igemm_conv2d_backward_input(p, dy, w, dx); });
-      best = consider_own(best, Impl::kStaged, staged_applies(p, ConvPass::kBackwardInput, s),
-                          [&] { staged_conv2d_backward_input(p, dy, w, dx); });
+      best = consider_staged(best, p, ConvPass::kBackwardInput, s,
+                             [&](int bands) { staged_conv2d_backward_input(p, dy, w, dx, bands); });
     }
     return best;
   });
   const Algorithm& a = plan.algo[kBackwardData];
   if constexpr (std::is_same<T, float>::value) {
     if (a.impl == Impl::kImplicitGemm) return igemm_conv2d_backward_input(p, dy, w, dx);
-    if (a.impl == Impl::kStaged) return staged_conv2d_backward_input(p, dy, w, dx);
+    if (a.impl == Impl::kStaged) return staged_conv2d_backward_input(p, dy, w, dx, a.bands);
   }
   const T one = 1, zero = 0;
   MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w.get(), w, plan.y.get(), dy,

@@ -27,7 +27,7 @@ namespace {
 using kernels::Conv2dParams;
 
 // mma.sync with TF32 operands exists from compute capability 8.0 on; code generated for older architectures
-// leaves the kernel empty, and staged_supports() keeps it from being used there.
+// leaves the kernel empty, and staged_band_choices() offers nothing there.
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
 #define MINIDL_STAGED_BODY 0
 #else
@@ -228,14 +228,19 @@ Band band_of(const ConvGemm& g, int out_rows, int bands) {
   return b;
 }
 
+/// Blocks of band `b` that fit on one multiprocessor at once (0: the band does not fit in shared memory).
+int blocks_per_sm(const Band& b, const DeviceSetup& d) {
+  if (b.bytes() > static_cast<std::size_t>(d.smem_per_block)) return 0;
+  return std::min(d.blocks_by_registers, d.smem_per_sm / static_cast<int>(b.bytes() + 1024));
+}
+
 /// Estimated cycles of a launch with band `b`, from a model of the kernel's instruction counts (measured with
 /// Nsight Compute on the H200: about 8 per staged element and 40 per warp and reduction step of 32 pixels, two
 /// instructions per cycle and multiprocessor, a dependent chain of about 4 cycles per instruction within a warp).
 /// More bands give more blocks but re-stage the weights and the halo rows; fewer leave multiprocessors idle.
 double launch_cycles(const Band& b, std::int64_t images, int groups, const DeviceSetup& d, int out_w) {
-  const std::int64_t per_sm =
-      std::min<std::int64_t>(d.blocks_by_registers, d.smem_per_sm / static_cast<std::int64_t>(b.bytes() + 1024));
-  if (per_sm == 0 || b.bytes() > static_cast<std::size_t>(d.smem_per_block)) return -1;
+  const std::int64_t per_sm = blocks_per_sm(b, d);
+  if (per_sm == 0) return -1;
   const std::int64_t blocks = images * groups * b.bands;
   const std::int64_t waves = (blocks + per_sm * d.multiprocessors - 1) / (per_sm * d.multiprocessors);
   const double units = std::ceil(static_cast<double>(b.rows) * out_w / kWarpPixels), steps = b.k_padded / 8;
@@ -246,28 +251,37 @@ double launch_cycles(const Band& b, std::int64_t images, int groups, const Devic
   return static_cast<double>(waves) * std::max(throughput, chain);
 }
 
-/// The band with the least estimated time; rows == 0 when not even one output row fits in shared memory.
-Band plan(const ConvGemm& g, int images, int out_rows) {
+/// See staged_band_choices.
+std::vector<int> band_choices(const ConvGemm& g, int images, int out_rows) {
   const DeviceSetup& d = device_setup();
   const int groups = (g.N + kGroup - 1) / kGroup;
-  Band best{};
+  int modelled = 0, two = 0, three = 0;
   double best_cycles = 0;
   for (int bands = 1; bands <= out_rows; ++bands) {
     const Band b = band_of(g, out_rows, bands);
     if (b.bands != bands) continue;  // rounding gave a band count already seen
     const double cycles = launch_cycles(b, images, groups, d, g.a.out_w);
-    if (cycles >= 0 && (best.rows == 0 || cycles < best_cycles)) {
-      best = b;
+    if (cycles >= 0 && (modelled == 0 || cycles < best_cycles)) {
+      modelled = bands;
       best_cycles = cycles;
     }
+    const int per_sm = blocks_per_sm(b, d);
+    if (two == 0 && per_sm >= 2) two = bands;
+    if (three == 0 && per_sm >= 3) three = bands;
   }
-  return best;
+  std::vector<int> choices;
+  for (int bands : {modelled, two, three}) {
+    if (bands > 0 && std::find(choices.begin(), choices.end(), bands) == choices.end()) choices.push_back(bands);
+  }
+  return choices;
 }
 
-void launch(const ConvGemm& g, int images, int out_rows) {
-  const Band b = plan(g, images, out_rows);
-  MINIDL_CHECK(b.rows > 0, ValueError, "staged convolution: no band of ", out_rows, " output rows fits in shared "
-               "memory (the search offers these kernels only where staged_supports() holds)");
+void launch(const ConvGemm& g, int images, int out_rows, int bands) {
+  const bool in_range = bands >= 1 && bands <= out_rows;
+  const Band b = band_of(g, out_rows, in_range ? bands : 1);
+  MINIDL_CHECK(in_range && b.bands == bands && blocks_per_sm(b, device_setup()) > 0, ValueError,
+               "staged convolution: ", bands, " bands of ", out_rows, " output rows is not one of "
+               "staged_band_choices()");
   const dim3 grid(static_cast<unsigned>(images * b.bands), static_cast<unsigned>((g.N + kGroup - 1) / kGroup));
   staged_gemm_kernel<<<grid, kThreads, b.bytes(), stream()>>>(g, b);
   MINIDL_CUDA_KERNEL_CHECK();
@@ -277,26 +291,27 @@ bool fits_int(std::int64_t v) { return v >= 0 && v < (std::int64_t{1} << 31); }
 
 }  // namespace
 
-bool staged_supports(const Conv2dParams& p, ConvPass pass) {
-  if (p.groups != 1 || pass == ConvPass::kBackwardWeight) return false;
-  if (pass == ConvPass::kBackwardInput && (p.stride_h != 1 || p.stride_w != 1)) return false;
-  if (!device_setup().tf32_kernel) return false;
+std::vector<int> staged_band_choices(const Conv2dParams& p, ConvPass pass) {
+  if (p.groups != 1 || pass == ConvPass::kBackwardWeight) return {};
+  if (pass == ConvPass::kBackwardInput && (p.stride_h != 1 || p.stride_w != 1)) return {};
+  if (!device_setup().tf32_kernel) return {};
   // Offsets inside an image and a weight tensor are 32-bit; an image's base is 64-bit.
   if (!fits_int(p.C * p.H * p.W) || !fits_int(p.K * p.P * p.Q) || !fits_int(p.K * p.C * p.R * p.S) ||
       !fits_int(p.N * p.C * p.H * p.W) || !fits_int(p.N * p.K * p.P * p.Q) || !fits_int(p.N * 4)) {
-    return false;
+    return {};
   }
   const ConvGemm g = pass == ConvPass::kForward ? forward_gemm(p, nullptr, nullptr, nullptr, nullptr)
                                                 : backward_input_gemm(p, nullptr, nullptr, nullptr);
-  return plan(g, static_cast<int>(p.N), static_cast<int>(pass == ConvPass::kForward ? p.P : p.H)).rows > 0;
+  return band_choices(g, static_cast<int>(p.N), static_cast<int>(pass == ConvPass::kForward ? p.P : p.H));
 }
 
-void staged_conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y) {
-  launch(forward_gemm(p, x, w, bias, y), static_cast<int>(p.N), static_cast<int>(p.P));
+void staged_conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
+                           int bands) {
+  launch(forward_gemm(p, x, w, bias, y), static_cast<int>(p.N), static_cast<int>(p.P), bands);
 }
 
-void staged_conv2d_backward_input(const Conv2dParams& p, const float* dy, const float* w, float* dx) {
-  launch(backward_input_gemm(p, dy, w, dx), static_cast<int>(p.N), static_cast<int>(p.H));
+void staged_conv2d_backward_input(const Conv2dParams& p, const float* dy, const float* w, float* dx, int bands) {
+  launch(backward_input_gemm(p, dy, w, dx), static_cast<int>(p.N), static_cast<int>(p.H), bands);
 }
 
 }  // namespace gpu

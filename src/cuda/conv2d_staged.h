@@ -10,18 +10,24 @@
 #include "cuda/conv2d_igemm.h"
 #include "kernels/params.h"
 
+#include <vector>
+
 namespace minidl {
 namespace gpu {
 
-/// Whether the staged kernels handle `p` in `pass` (forward, or the input gradient with stride 1): groups 1,
-/// 32-bit offsets, a device of compute capability 8.0 or later, and shared memory for the weights of 32 output
-/// channels plus at least one band of source rows.
-bool staged_supports(const kernels::Conv2dParams& p, ConvPass pass);
+/// The band counts (blocks per image along the output rows) worth timing for `p` in `pass`, best first: the
+/// kernel's cost model's pick, then the fewest bands that let two and three blocks share a multiprocessor.
+/// Empty when the kernels do not handle `p` in `pass`: they take the forward pass and the stride-1 input
+/// gradient with groups 1, 32-bit offsets, a device of compute capability 8.0 or later, and shared memory for
+/// the weights of 32 output channels plus at least one band of source rows.
+std::vector<int> staged_band_choices(const kernels::Conv2dParams& p, ConvPass pass);
 
-/// y = conv(x, w) + bias (bias may be null). Same layouts as kernels/layer_kernels.h.
-void staged_conv2d_forward(const kernels::Conv2dParams& p, const float* x, const float* w, const float* bias, float* y);
+/// y = conv(x, w) + bias (bias may be null), in `bands` blocks per image and 32 output channels (one of
+/// staged_band_choices). Same layouts as kernels/layer_kernels.h.
+void staged_conv2d_forward(const kernels::Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
+                           int bands);
 /// dx = gradient of the convolution w.r.t. x (stride 1); overwrites dx.
-void staged_conv2d_backward_input(const kernels::Conv2dParams& p, const float* dy, const float* w, float* dx);
+void staged_conv2d_backward_input(const kernels::Conv2dParams& p, const float* dy, const float* w, float* dx, int bands);
 
 }  // namespace gpu
 }  // namespace minidl

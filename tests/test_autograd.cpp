@@ -102,6 +102,85 @@ TEST(Autograd, InPlaceOnLeafRequiringGradIsAnError) {
   EXPECT_NO_THROW(x.mul_(2.0));
 }
 
+// In-place ops on tensors with history are recorded, as in PyTorch: the gradient flows through what the tensor
+// was before the write (autograd/inplace.h).
+TEST(Autograd, InPlaceOpsOnNonLeavesAreRecorded) {
+  Tensor x = random_tensor({2, 5}, kFloat64, true);
+  Tensor y = x * 2.0;
+  y.mul_(3.0).add_(1.5);  // y = 6x + 1.5
+  (y * y).sum().backward();
+  const Tensor expected = (x.detach() * 6.0 + 1.5) * 12.0;  // d/dx (6x + 1.5)^2
+  expect_close(x.grad(), expected, 1e-12, 1e-12, "x.grad through mul_ and add_");
+}
+
+TEST(Autograd, InPlaceAddOfATensorSendsTheBroadcastGradientToIt) {
+  Tensor x = random_tensor({3, 4}, kFloat64, true), w = random_tensor({4}, kFloat64, true);
+  const Tensor c = random_tensor({3, 4});
+  Tensor y = x * 1.0;
+  y.add_(w, -0.5);
+  (y * c).sum().backward();
+  expect_close(x.grad(), c, 1e-12, 1e-12, "x.grad");
+  expect_close(w.grad(), c.sum({0}) * -0.5, 1e-12, 1e-12, "w.grad: summed over the broadcast rows");
+}
+
+TEST(Autograd, InPlaceCopyAndFillRouteTheGradient) {
+  Tensor x = random_tensor({2, 3}, kFloat64, true), w = random_tensor({6}, kFloat64, true);
+  const Tensor c = random_tensor({6});
+  Tensor y = w * 2.0;
+  y.copy_(x);  // y's old value (from w) no longer matters: w gets zeros, x gets the gradient, reshaped
+  (y * c).sum().backward();
+  expect_close(x.grad(), c.reshape({2, 3}), 1e-12, 1e-12, "x.grad through copy_");
+  expect_close(w.grad(), zeros({6}, kFloat64), 0, 0, "w.grad after its value was overwritten");
+  // A tensor without history that copies one with history joins the graph.
+  Tensor z = zeros({6}, kFloat64);
+  z.copy_(x);
+  EXPECT_TRUE(z.requires_grad());
+  Tensor v = x * 1.0;
+  v.fill_(2.0);
+  EXPECT_TRUE(v.requires_grad());
+  x.mutable_grad() = Tensor();
+  (v * c.reshape({2, 3})).sum().backward();
+  expect_close(x.grad(), zeros({2, 3}, kFloat64), 0, 0, "x.grad after fill_");
+}
+
+TEST(Autograd, InPlaceOpsPassGradcheck) {
+  const auto fn = [](const std::vector<Tensor>& in) {
+    Tensor y = in[0] * 1.5;
+    y.add_(in[1], -0.7).mul_(2.0).add_(0.25);
+    return (y * y * in[0]).sum();
+  };
+  EXPECT_TRUE(gradcheck(fn, {random_tensor({3, 4}, kFloat64, true), random_tensor({4}, kFloat64, true)}));
+}
+
+TEST(Autograd, InPlaceOnSharedStorageWhileRecordingIsAnError) {
+  Tensor x = random_tensor({4}, kFloat64, true);
+  Tensor y = x * 2.0;
+  const Tensor view = y.reshape({2, 2});  // shares y's storage
+  try {
+    y.mul_(3.0);
+    FAIL() << "expected AutogradError";
+  } catch (const AutogradError& e) {
+    EXPECT_NE(std::string(e.what()).find("mul_"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("shared"), std::string::npos) << e.what();
+  }
+  Tensor e = x.exp();  // saves its output for the backward pass
+  EXPECT_THROW(e.add_(1.0), AutogradError);
+  NoGradGuard no_grad;  // nothing recorded: allowed
+  EXPECT_NO_THROW(y.mul_(3.0));
+  (void)view;
+}
+
+TEST(Autograd, InPlaceUnderNoGradIsNotRecorded) {
+  Tensor x = random_tensor({3}, kFloat64, true);
+  Tensor y = x * 2.0;
+  {
+    NoGradGuard no_grad;
+    y.mul_(3.0);
+  }
+  y.sum().backward();
+  expect_close(x.grad(), ones_like(x.detach()) * 2.0, 1e-12, 1e-12, "the untracked mul_ does not count");
+}
+
 TEST(Autograd, DiamondGraphSumsBothPaths) {
   Tensor x = random_tensor({4}, kFloat64, true);
   Tensor y = x.exp();

@@ -4,6 +4,7 @@
 #include <iomanip>
 #include <limits>
 
+#include "autograd/inplace.h"
 #include "core/tensor_impl.h"
 #include "kernels/backend.h"
 #include "minidl/ops.h"
@@ -137,10 +138,14 @@ template std::int64_t Tensor::item<std::int64_t>() const;
 
 Tensor& Tensor::zero_() { return fill_(0.0); }
 
+// Each in-place op records itself for autograd (autograd/inplace.h): its backward rule maps the gradient of
+// the new value to the previous value and to the other operands.
 Tensor& Tensor::fill_(double value) {
   check_inplace_allowed(*this, "fill_");
+  const autograd::InplaceRecord rec(*this, "fill_", "Fill_Backward");
   MINIDL_ON_BACKEND(device(), fill(*this, value));
   bump_version(*this);
+  rec.finish(*this, [](const Tensor& g) { return std::vector<Tensor>{zeros_like(g)}; });  // the old value is gone
   return *this;
 }
 
@@ -148,9 +153,17 @@ Tensor& Tensor::copy_(const Tensor& src) {
   check_inplace_allowed(*this, "copy_");
   MINIDL_CHECK(src.numel() == numel(), ValueError, "copy_: source has ", src.numel(), " elements (shape ",
                shape_str(src.sizes()), "), destination ", numel(), " (shape ", shape_str(sizes()), ")");
+  const autograd::InplaceRecord rec(*this, "copy_", "Copy_Backward", {src});
   Tensor s = src.detach().to(device());
   if (s.unsafe_impl()->data() != data_ptr()) MINIDL_ON_BACKEND(device(), copy(s, *this));
   bump_version(*this);
+  const bool src_grad = src.requires_grad();
+  const Shape src_shape = src.sizes();
+  const DType src_dtype = src.dtype();
+  const Device src_device = src.device();
+  rec.finish(*this, [=](const Tensor& g) {
+    return std::vector<Tensor>{zeros_like(g), src_grad ? g.reshape(src_shape).to(src_dtype).to(src_device) : Tensor()};
+  });
   return *this;
 }
 
@@ -160,22 +173,32 @@ Tensor& Tensor::add_(const Tensor& other, double alpha) {
                device(), ", other is ", other.dtype(), " on ", other.device());
   MINIDL_CHECK(broadcast_shapes(sizes(), other.sizes(), "add_") == sizes(), ValueError, "add_: other of shape ",
                shape_str(other.sizes()), " does not broadcast to self's shape ", shape_str(sizes()));
+  const autograd::InplaceRecord rec(*this, "add_", "Add_Backward", {other});
   MINIDL_ON_BACKEND(device(), binary(kernels::BinaryOp::Add, alpha, *this, other, *this));
   bump_version(*this);
+  const bool other_grad = other.requires_grad();
+  const Shape other_shape = other.sizes();
+  rec.finish(*this, [=](const Tensor& g) {
+    return std::vector<Tensor>{g, other_grad ? sum_to(alpha == 1.0 ? g : g * alpha, other_shape) : Tensor()};
+  });
   return *this;
 }
 
 Tensor& Tensor::add_(double value) {
   check_inplace_allowed(*this, "add_");
+  const autograd::InplaceRecord rec(*this, "add_", "AddScalar_Backward");
   MINIDL_ON_BACKEND(device(), unary(kernels::UnaryOp::AddScalar, value, *this, *this));
   bump_version(*this);
+  rec.finish(*this, [](const Tensor& g) { return std::vector<Tensor>{g}; });
   return *this;
 }
 
 Tensor& Tensor::mul_(double value) {
   check_inplace_allowed(*this, "mul_");
+  const autograd::InplaceRecord rec(*this, "mul_", "MulScalar_Backward");
   MINIDL_ON_BACKEND(device(), unary(kernels::UnaryOp::MulScalar, value, *this, *this));
   bump_version(*this);
+  rec.finish(*this, [value](const Tensor& g) { return std::vector<Tensor>{g * value}; });
   return *this;
 }
 

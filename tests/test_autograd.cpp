@@ -135,6 +135,9 @@ TEST(Autograd, InPlaceCopyAndFillRouteTheGradient) {
   Tensor z = zeros({6}, kFloat64);
   z.copy_(x);
   EXPECT_TRUE(z.requires_grad());
+  Tensor counts = zeros({6}, kInt64);
+  counts.copy_(x);  // an integer copy carries no gradient
+  EXPECT_FALSE(counts.requires_grad());
   Tensor v = x * 1.0;
   v.fill_(2.0);
   EXPECT_TRUE(v.requires_grad());

@@ -11,7 +11,8 @@ namespace autograd {
 
 InplaceRecord::InplaceRecord(const Tensor& self, const char* op, const char* node, std::vector<Tensor> others)
     : node_(node) {
-  if (!grad_mode_enabled()) return;
+  // Integer results carry no gradient (as PyTorch treats non-differentiable outputs).
+  if (!grad_mode_enabled() || !is_floating(self.dtype())) return;
   bool any = self.requires_grad();
   for (const Tensor& t : others) any = any || (t.defined() && t.requires_grad());
   if (!any) return;

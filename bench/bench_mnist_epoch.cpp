@@ -90,6 +90,7 @@ int main(int argc, char** argv) {
         c.device = dev;
         c.batch_size = std::stoll(b);
         c.progress = false;
+        c.step_metrics = false;  // the same work as PyTorch's reference step
         c.drop_last = true;
         c.cuda_graph = mode == "graph";
         const bool cuda = dev.is_cuda();

@@ -23,6 +23,7 @@
 #include "minidl/io/safetensors.h"
 #include "net.h"
 #include "subprocess.h"
+#include "trainer.h"
 
 #ifndef MNIST_TRAIN_BINARY
 #error "tests/CMakeLists.txt passes the path of the built mnist_train as MNIST_TRAIN_BINARY"
@@ -288,6 +289,39 @@ TEST_F(MnistCli, ExportLogitsWritesInputsAndTheModelsLogits) {
   for (std::size_t i = 0; i < found.size(); ++i) {
     EXPECT_NEAR(found[i], expected[i], 1e-4 * (1 + std::fabs(expected[i]))) << "logit " << i;
   }
+}
+
+// ---- the Trainer's per-step metrics --------------------------------------------------------------------------
+
+// The benchmarks train without the per-step running sums (the work of PyTorch's reference step): the weights
+// must come out the same, and the epoch's training loss and accuracy are NaN rather than made up.
+TEST_F(MnistCli, TrainerWithoutStepMetricsTrainsTheSameWeights) {
+  const auto norm = minidl::data::Normalization::mnist();
+  auto train = std::make_shared<minidl::data::MnistDataset>(minidl::data::MnistDataset::load(data_.string(), true, norm));
+  auto test = std::make_shared<minidl::data::MnistDataset>(minidl::data::MnistDataset::load(data_.string(), false, norm));
+  std::vector<std::vector<float>> weights[2];
+  mnist::EpochStats stats[2];
+  for (int with_metrics = 0; with_metrics < 2; ++with_metrics) {
+    mnist::TrainConfig c;
+    c.batch_size = 64;
+    c.progress = false;
+    c.step_metrics = with_metrics == 1;
+    c.seed = 5;
+    minidl::manual_seed(5);
+    mnist::Trainer trainer(c, train, test);
+    stats[with_metrics] = trainer.train_epoch(1);
+    for (const minidl::Tensor& p : trainer.model()->parameters()) weights[with_metrics].push_back(p.to_vector<float>());
+  }
+  ASSERT_EQ(weights[0].size(), weights[1].size());
+  for (std::size_t i = 0; i < weights[0].size(); ++i) EXPECT_EQ(weights[0][i], weights[1][i]) << "parameter " << i;
+  EXPECT_TRUE(std::isnan(stats[0].loss) && std::isnan(stats[0].accuracy));
+  EXPECT_TRUE(std::isfinite(stats[1].loss) && stats[1].accuracy >= 0 && stats[1].accuracy <= 1);
+  EXPECT_GT(stats[0].seconds, 0);
+  EXPECT_GT(stats[0].images_per_s, 0);
+
+  mnist::TrainConfig c;  // the progress bar shows the running loss: it needs the metrics
+  c.step_metrics = false;
+  EXPECT_THROW(mnist::Trainer(c, train, test), std::invalid_argument);
 }
 
 }  // namespace

@@ -2,6 +2,8 @@
 
 #include <chrono>
 #include <cmath>
+#include <limits>
+#include <stdexcept>
 #include <string>
 
 #include "progress.h"
@@ -69,6 +71,9 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<const minidl::data::Dataset
       model_(),
       train_loader_(train_set, loader_options(config_, config_.batch_size, true, *train_set)),
       test_loader_(test_set, loader_options(config_, config_.test_batch_size, false, *test_set)) {
+  if (config_.progress && !config_.step_metrics) {
+    throw std::invalid_argument("Trainer: the progress bar shows the running loss, which needs step_metrics");
+  }
   model_->to(config_.device);
   // Rank 0's initial weights go to every rank; the optimizer then holds the same parameters everywhere.
   if (config_.group) ddp_ = std::make_unique<minidl::nn::parallel::DistributedDataParallel>(model_.ptr(), config_.group);
@@ -83,6 +88,7 @@ void Trainer::step(const Tensor& x, const Tensor& y) {
   const Tensor loss = F::cross_entropy(logits, y);
   loss.backward();
   optimizer_->step();
+  if (!config_.step_metrics) return;
   minidl::NoGradGuard no_grad;
   loss_sum_.add_(loss.detach(), static_cast<double>(y.size(0)));
   correct_.add_(correct_count(logits, y));
@@ -149,6 +155,15 @@ EpochStats Trainer::train_epoch(std::int64_t epoch) {
   } catch (...) {
     if (config_.progress) progress.finish();  // ends the progress bar's line before the error is shown
     throw;
+  }
+  if (!config_.step_metrics) {
+    // Nothing to read back: wait for the queued steps, so that the time covers them.
+    if (config_.device.is_cuda()) minidl::cuda::synchronize(config_.device.index());
+    EpochStats s;
+    s.loss = s.accuracy = std::numeric_limits<double>::quiet_NaN();
+    s.seconds = elapsed_since(t0);
+    s.images_per_s = static_cast<double>(seen) / s.seconds;
+    return s;
   }
   const EpochStats s = finish_stats(loss_sum_, correct_, seen, where() + ": the epoch's training loss", t0);
   if (config_.progress) {

@@ -31,6 +31,10 @@ struct TrainConfig {
   bool data_on_device = true;  // GPU: keep the whole dataset resident and gather batches there
   bool cuda_graph = true;      // GPU: capture the whole training step once and replay it per batch
   bool drop_last = false;      // skip the last, smaller training batch
+  /// Add each step's loss and correct count to running sums on the device, for the progress bar's running loss
+  /// and the epoch's training loss and accuracy (then NaN without it; needs progress off). The benchmarks turn it
+  /// off to time the same work as PyTorch's reference step: forward, loss, backward, update.
+  bool step_metrics = true;
   /// Polled after every step and evaluation batch; when it returns true the trainer throws Interrupted.
   std::function<bool()> stop_requested;
   /// Data parallel (device must be group->device()): each rank trains on its DistributedSampler shard with

@@ -184,6 +184,29 @@ TEST(Autograd, InPlaceUnderNoGradIsNotRecorded) {
   expect_close(x.grad(), ones_like(x.detach()) * 2.0, 1e-12, 1e-12, "the untracked mul_ does not count");
 }
 
+TEST(Autograd, ReluInPlaceMatchesReluAndItsGradient) {
+  Tensor x = random_tensor({4, 5}, kFloat64, true);
+  const Tensor c = random_tensor({4, 5});
+  Tensor y = x * 1.0;
+  Tensor& same = relu_(y);
+  EXPECT_EQ(&same, &y);
+  expect_close(y.detach(), relu(x.detach()), 0, 0, "relu_ values");
+  (y * c).sum().backward();
+  const std::vector<double> xv = x.to_vector<double>(), cv = c.to_vector<double>();
+  std::vector<double> ev(xv.size());
+  for (std::size_t i = 0; i < xv.size(); ++i) ev[i] = xv[i] > 0 ? cv[i] : 0.0;
+  expect_close(x.grad(), from_vector(ev, {4, 5}), 0, 0, "x.grad through relu_");
+  // Its result is saved for the backward pass: a later in-place write while recording is refused.
+  Tensor z = x * 2.0;
+  z.relu_();
+  EXPECT_THROW(z.mul_(2.0), AutogradError);
+  const auto fn = [](const std::vector<Tensor>& in) {
+    Tensor h = in[0] * 1.5;
+    return (relu_(h) * in[0]).sum();
+  };
+  EXPECT_TRUE(gradcheck(fn, {random_tensor({3, 4}, kFloat64, true)}));
+}
+
 TEST(Autograd, DiamondGraphSumsBothPaths) {
   Tensor x = random_tensor({4}, kFloat64, true);
   Tensor y = x.exp();

@@ -138,6 +138,28 @@ TEST(Modules, DuplicateOrInvalidNamesAreRejected) {
 
 // ---- train / eval, zero_grad, dtype ----------------------------------------------------------------------------
 
+TEST(Modules, ReluInplaceOptionOverwritesTheInputAsLibTorch) {
+  namespace F = nn::functional;
+  const Tensor x = random_tensor({3, 7});
+  const Tensor expected = F::relu(x);
+  Tensor a = x.clone();
+  const Tensor ra = F::relu(a, F::ReLUFuncOptions().inplace(true));
+  expect_close(ra, expected, 0, 0, "F::relu inplace");
+  expect_close(a, expected, 0, 0, "F::relu inplace overwrote its input");
+  Tensor b = x.clone();
+  nn::ReLU relu_inplace(nn::ReLUOptions().inplace(true));
+  const Tensor rb = relu_inplace(b);
+  expect_close(b, expected, 0, 0, "nn::ReLU(inplace) overwrote its input");
+  expect_close(rb, expected, 0, 0, "nn::ReLU(inplace) result");
+  Tensor c = x.clone();
+  nn::ReLU plain;
+  expect_close(plain(c), expected, 0, 0, "nn::ReLU");
+  expect_close(c, x, 0, 0, "nn::ReLU left its input alone");
+  std::ostringstream os;
+  os << *relu_inplace;
+  EXPECT_EQ(os.str(), "ReLU(inplace=true)");
+}
+
 TEST(Modules, TrainEvalPropagate) {
   Net net;
   std::function<void(const nn::Module&, bool)> all = [&](const nn::Module& m, bool expected) {

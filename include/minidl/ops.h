@@ -23,6 +23,8 @@ Tensor log(const Tensor& a);
 Tensor sqrt(const Tensor& a);
 Tensor abs(const Tensor& a);
 Tensor relu(const Tensor& a);
+/// ReLU in place (torch::relu_): `a` is overwritten and returned; recorded for autograd like Tensor::mul_.
+Tensor& relu_(Tensor& a);
 Tensor leaky_relu(const Tensor& a, double negative_slope = 0.01);
 Tensor gelu(const Tensor& a);  // exact (erf) form, as PyTorch's default
 Tensor sigmoid(const Tensor& a);

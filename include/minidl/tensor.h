@@ -80,6 +80,7 @@ class Tensor {
   Tensor sqrt() const;
   Tensor pow(double exponent) const;
   Tensor relu() const;
+  Tensor& relu_();
   Tensor sigmoid() const;
   Tensor tanh() const;
   Tensor matmul(const Tensor& other) const;

@@ -9,6 +9,13 @@
 namespace minidl {
 namespace autograd {
 
+void check_inplace_allowed(const Tensor& t, const char* op) {
+  MINIDL_CHECK(!(grad_mode_enabled() && t.requires_grad() && t.is_leaf()), AutogradError, op,
+               ": a leaf tensor that requires grad is being used in an in-place operation (wrap it in NoGradGuard)");
+}
+
+void bump_version(const Tensor& t) { t.unsafe_impl()->storage->version.fetch_add(1); }
+
 InplaceRecord::InplaceRecord(const Tensor& self, const char* op, const char* node, std::vector<Tensor> others)
     : node_(node) {
   // Integer results carry no gradient (as PyTorch treats non-differentiable outputs).

@@ -15,6 +15,12 @@
 namespace minidl {
 namespace autograd {
 
+/// Throws AutogradError when `t` is a leaf that requires grad and grad mode is on (PyTorch's rule: its value is
+/// what the gradient is taken with respect to).
+void check_inplace_allowed(const Tensor& t, const char* op);
+/// Marks `t`'s storage as written (SavedTensor compares versions before a backward rule uses a saved tensor).
+void bump_version(const Tensor& t);
+
 class InplaceRecord {
  public:
   /// Call before the write of `op` (e.g. "mul_"), whose node will be called `node`. Records nothing when grad

@@ -44,13 +44,10 @@ std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op) {
   return dim < 0 ? dim + std::max<std::int64_t>(ndim, 1) : dim;
 }
 
-void check_inplace_allowed(const Tensor& t, const char* op) {
-  MINIDL_CHECK(!(autograd::grad_mode_enabled() && t.requires_grad() && t.is_leaf()), AutogradError, op,
-               ": a leaf tensor that requires grad is being used in an in-place operation (wrap it in NoGradGuard)");
-}
-
-void bump_version(const Tensor& t) { t.unsafe_impl()->storage->version.fetch_add(1); }
 }  // namespace
+
+using autograd::bump_version;
+using autograd::check_inplace_allowed;
 
 const Shape& Tensor::sizes() const { return impl_of(*this, "sizes").shape; }
 std::int64_t Tensor::dim() const { return static_cast<std::int64_t>(sizes().size()); }

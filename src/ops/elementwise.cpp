@@ -2,6 +2,7 @@
 // to its input's exact shape with sum_to.
 #include <cmath>
 
+#include "autograd/inplace.h"
 #include "ops/op_utils.h"
 
 namespace minidl {
@@ -174,6 +175,18 @@ Tensor relu(const Tensor& a) {
   });
 }
 
+Tensor& relu_(Tensor& a) {
+  ops::check_defined(a, "relu_", "self");
+  ops::check_floating(a, "relu_");
+  autograd::check_inplace_allowed(a, "relu_");
+  const autograd::InplaceRecord rec(a, "relu_", "Relu_Backward");
+  MINIDL_ON_BACKEND(a.device(), unary(UnaryOp::Relu, 0.0, a, a));
+  autograd::bump_version(a);
+  SavedTensor so(a, "relu_");  // the result: out > 0 exactly where the input was > 0
+  rec.finish(a, [so](const Tensor& g) { return std::vector<Tensor>{binary_grad(BinaryOp::ReluGrad, 0.0, g, so.get())}; });
+  return a;
+}
+
 Tensor leaky_relu(const Tensor& a, double slope) {
   Tensor out = unary_forward(UnaryOp::LeakyRelu, slope, a, "leaky_relu");
   SavedTensor sa(a, "leaky_relu");
@@ -211,6 +224,7 @@ Tensor Tensor::log() const { return minidl::log(*this); }
 Tensor Tensor::sqrt() const { return minidl::sqrt(*this); }
 Tensor Tensor::pow(double e) const { return minidl::pow(*this, e); }
 Tensor Tensor::relu() const { return minidl::relu(*this); }
+Tensor& Tensor::relu_() { return minidl::relu_(*this); }
 Tensor Tensor::sigmoid() const { return minidl::sigmoid(*this); }
 Tensor Tensor::tanh() const { return minidl::tanh(*this); }
 

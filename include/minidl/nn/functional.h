@@ -21,7 +21,22 @@ struct ExpandingArray2 {
 
 enum class Reduction { None, Mean, Sum };
 
+/// Options of nn::ReLU and functional::relu, as LibTorch's ReLUOptions: `inplace` overwrites the input.
+struct ReLUOptions {
+  ReLUOptions(bool inplace = false) : inplace_(inplace) {}  // implicit, as LibTorch's
+  ReLUOptions& inplace(bool v) {
+    inplace_ = v;
+    return *this;
+  }
+  bool inplace() const { return inplace_; }
+
+ private:
+  bool inplace_;
+};
+
 namespace functional {
+
+using ReLUFuncOptions = ReLUOptions;
 
 /// y = x · weightᵀ + bias; x (..., in_features), weight (out_features, in_features), bias (out_features) or undefined.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor());
@@ -50,7 +65,11 @@ Tensor dropout(const Tensor& input, double p = 0.5, bool training = true);
 /// Zeroes whole channels of (N, C, H, W) input.
 Tensor dropout2d(const Tensor& input, double p = 0.5, bool training = true);
 
-inline Tensor relu(const Tensor& x) { return minidl::relu(x); }
+/// ReLU; with inplace(true) the input is overwritten and returned (torch::relu_), which saves a buffer of the
+/// input's size. LibTorch's names: functional::relu(x, ReLUFuncOptions().inplace(true)).
+inline Tensor relu(Tensor x, const ReLUFuncOptions& options = {}) {
+  return options.inplace() ? minidl::relu_(x) : minidl::relu(x);
+}
 inline Tensor leaky_relu(const Tensor& x, double slope = 0.01) { return minidl::leaky_relu(x, slope); }
 inline Tensor gelu(const Tensor& x) { return minidl::gelu(x); }
 inline Tensor sigmoid(const Tensor& x) { return minidl::sigmoid(x); }

@@ -172,7 +172,11 @@ MINIDL_MODULE(Functional);
 
 class ReLUImpl : public FunctionalImpl {
  public:
-  ReLUImpl() : FunctionalImpl([](const Tensor& x) { return relu(x); }, "ReLU") {}
+  explicit ReLUImpl(ReLUOptions options = {})
+      : FunctionalImpl([inplace = options.inplace()](const Tensor& x) {
+          Tensor t = x;  // the same tensor: in place, the caller's input is overwritten, as in LibTorch
+          return inplace ? relu_(t) : relu(x);
+        }, "ReLU", options.inplace() ? "(inplace=true)" : "") {}
 };
 MINIDL_MODULE(ReLU);
 class LeakyReLUImpl : public FunctionalImpl {

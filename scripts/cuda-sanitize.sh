@@ -12,7 +12,9 @@
 # Environment: COMPUTE_SANITIZER (the binary), MINIDL_SANITIZE_TOOLS (default all four), MINIDL_SANITIZE_SUBSET
 # (the gtest filter of the slower tools, see below; `all` selects every GPU test), MINIDL_SANITIZE_JOBS (default 1: how many instrumented processes run at once; every tool's jobs share the
 # queue, each binary's tests split into up to that many gtest shards, spread over all GPUs), MINIDL_SANITIZE_FIRST
-# (the binaries to start first).
+# (the binaries to start first), MINIDL_SANITIZE_PER_TEST (binaries whose tests run as one job each instead of
+# gtest shards: a shard holding two of the convolution reference tests, which run every cuDNN algorithm, took
+# longer than a whole device call under racecheck; alone, each gets the call).
 #
 # What runs:
 # - Tests are selected by name: every GPU test has Gpu, GPU or Cuda in its suite or test name.
@@ -68,15 +70,24 @@ summary=$out/summary.txt
 : >"$summary"
 status=0
 
-# One instrumented process: TOOL BINARY SHARD SHARDS GPU. Writes its log and, in a .rc file, its exit status.
+# The gtest filter of TOOL's tests.
+tool_filter() {
+  if [[ $1 == memcheck ]]; then echo "$gpu_filter-$excluded"; else echo "$subset-$excluded"; fi
+}
+
+# One instrumented process: TOOL BINARY SHARD SHARDS GPU, where SHARD is a shard index or "test=NAME" (one
+# test alone). Writes its log and, in a .rc file, its exit status.
 run_one() {
   local tool=$1 bin=$2 shard=$3 shards=$4 gpu=$5 filter extra=()
-  case $tool in
-    memcheck) filter="$gpu_filter-$excluded"; extra=(--leak-check full) ;;
-    *) filter="$subset-$excluded" ;;
-  esac
-  local log=$out/$tool.$(basename "$bin").$shard.log
-  export GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$shard CUDA_VISIBLE_DEVICES=$gpu
+  filter=$(tool_filter "$tool")
+  [[ $tool == memcheck ]] && extra=(--leak-check full)
+  local label=$shard index=$shard
+  if [[ $shard == test=* ]]; then
+    filter=${shard#test=}
+    label=${filter//\//_} index=0
+  fi
+  local log=$out/$tool.$(basename "$bin").$label.log
+  export GTEST_TOTAL_SHARDS=$shards GTEST_SHARD_INDEX=$index CUDA_VISIBLE_DEVICES=$gpu
   "$sanitizer" --tool "$tool" "${extra[@]}" --error-exitcode "$error_exit" --print-limit 200 \
     "$bin" --gtest_filter="$filter" --gtest_brief=1 >"$log" 2>&1
   local rc=$?
@@ -88,14 +99,14 @@ run_one() {
   fi
   echo $rc >"$log.rc"
 }
-export -f run_one
+export -f run_one tool_filter
 export sanitizer out gpu_filter excluded subset error_exit
 
-# Number of tests a tool selects in a binary (gtest lists suites unindented, tests indented).
-count_tests() {
-  local filter="$subset-$excluded"
-  [[ $1 == memcheck ]] && filter="$gpu_filter-$excluded"
-  "$2" --gtest_filter="$filter" --gtest_list_tests 2>/dev/null | grep -c '^  '
+# The full names of the tests a tool selects in a binary, one per line (gtest lists suites unindented, tests
+# indented; a parameterised test's "  # GetParam() = ..." comment is dropped).
+list_tests() {
+  "$2" --gtest_filter="$(tool_filter "$1")" --gtest_list_tests 2>/dev/null |
+    awk '/^[^ ]/ {suite = $1} /^  / {print suite $1}'
 }
 
 for tool in $tools; do
@@ -118,12 +129,20 @@ start=$SECONDS
 index=0
 queue=$out/queue
 : >"$queue"
+per_test=" ${MINIDL_SANITIZE_PER_TEST:-} "
 for bin in "${ordered[@]}"; do
   [[ -x $bin && -f $bin ]] || continue
   for tool in $tools; do
-    n=$(count_tests "$tool" "$bin")
+    mapfile -t names < <(list_tests "$tool" "$bin")
+    n=${#names[@]}
     [[ $n -gt 0 ]] || continue
     tests[$tool]=$((${tests[$tool]:-0} + n))
+    if [[ $per_test == *" $(basename "$bin") "* ]]; then
+      for name in "${names[@]}"; do
+        printf '%s\0%s\0%s\0%s\0%s\0' "$tool" "$bin" "test=$name" 1 $((index++ % gpus)) >>"$queue"
+      done
+      continue
+    fi
     shards=$((n < jobs ? n : jobs))
     for ((shard = 0; shard < shards; ++shard)); do
       printf '%s\0%s\0%s\0%s\0%s\0' "$tool" "$bin" "$shard" "$shards" $((index++ % gpus)) >>"$queue"

@@ -1,5 +1,5 @@
 #pragma once
-// Autograd for in-place operations (Tensor::add_, mul_, fill_, copy_, zero_), as PyTorch records them: after
+// Autograd for in-place operations (Tensor::add_, mul_, fill_, copy_, zero_, relu_), as PyTorch records them: after
 // the write, the tensor gets a new grad_fn whose inputs are its previous history and the op's other tensors,
 // so a gradient through the modified tensor flows back through what it was before. Without this, x * 2 followed
 // by y.mul_(3) would back-propagate 2 instead of 6: a silently wrong gradient.
@@ -33,7 +33,7 @@ class InplaceRecord {
 
  private:
   const char* node_;
-  std::vector<Tensor> inputs_;  // self's previous value (its storage, its old grad_fn), then `others`
+  std::vector<Tensor> inputs_;  // self's previous history (a stand-in holding only its old grad_fn), then `others`
   bool active_ = false;
 };
 

@@ -1,14 +1,15 @@
 // 2-d convolution on the GPU (declared with the CPU version in kernels/layer_kernels.h): cuDNN's legacy API,
-// with TF32 allowed and float data minidl's own implicit-GEMM kernels (conv2d_igemm.h), or for short reductions
-// (at most 32 taps) minidl's direct kernels (conv2d_direct.h), whichever is fastest.
+// with TF32 allowed and float data minidl's own implicit-GEMM kernels (conv2d_igemm.h) and staged kernels
+// (conv2d_staged.h, each of their band choices), or for short reductions (at most 32 taps) minidl's direct
+// kernels (conv2d_direct.h), whichever is fastest.
 //
 // Algorithm choice: the first call of each pass for a shape (all Conv2dParams fields, dtype, the TF32 and
 // deterministic settings, the device) times the candidates with cudnnFind*AlgorithmEx, which runs kernels and
 // synchronises the stream, times the own kernel the same way, and caches the winner; later calls only launch.
 // During CUDA-graph capture that search is impossible, so a shape first seen while capturing takes the own
-// kernel where it applies (the direct one before the implicit GEMM) and cuDNN's heuristic choice otherwise (and
-// keeps it): run one step eagerly before capturing to get the measured choice. cuda::conv2d_algorithm_choices()
-// reports what was chosen.
+// kernel where it applies (the direct one first, then the staged one with its cost model's band choice, then the
+// implicit GEMM) and cuDNN's heuristic choice otherwise (and keeps it): run one step eagerly before capturing to
+// get the measured choice. cuda::conv2d_algorithm_choices() reports what was chosen.
 #include "kernels/layer_kernels.h"
 
 #include <algorithm>

@@ -328,6 +328,42 @@ void require_pointers(bool all_set, Pass pass) {
   MINIDL_CHECK(all_set, ValueError, kPassNames[pass], ": a required device pointer is null");
 }
 
+// cuDNN's run of each pass with algorithm `a` (the math type is already set on the plan's descriptor).
+template <class T>
+void cudnn_forward(const Plan& pl, const Algorithm& a, const T* x, const T* w, const T* bias, T* y) {
+  const T one = 1, zero = 0;
+  MINIDL_CUDNN_CHECK(cudnnConvolutionForward(cudnn(), &one, pl.x.get(), x, pl.w.get(), w, pl.conv[kForward].get(),
+                                             static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), workspace_for(a),
+                                             a.workspace_bytes, &zero, pl.y.get(), y));
+  if (bias) MINIDL_CUDNN_CHECK(cudnnAddTensor(cudnn(), &one, pl.bias.get(), bias, &one, pl.y.get(), y));
+}
+template <class T>
+void cudnn_backward_input(const Plan& pl, const Algorithm& a, const T* dy, const T* w, T* dx) {
+  const T one = 1, zero = 0;
+  MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardData(cudnn(), &one, pl.w.get(), w, pl.y.get(), dy,
+                                                  pl.conv[kBackwardData].get(),
+                                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), workspace_for(a),
+                                                  a.workspace_bytes, &zero, pl.x.get(), dx));
+}
+template <class T>
+void cudnn_backward_weight(const Plan& pl, const Algorithm& a, const T* x, const T* dy, T* dw) {
+  const T one = 1, zero = 0;
+  MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(cudnn(), &one, pl.x.get(), x, pl.y.get(), dy,
+                                                    pl.conv[kBackwardFilter].get(),
+                                                    static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
+                                                    workspace_for(a), a.workspace_bytes, &zero, pl.w.get(), dw));
+}
+
+/// cuDNN's pick timed the way the own kernels are (time_on_stream: warm-up, then the mean of three runs), so
+/// that the comparison is fair: cudnnFind times each candidate once, and those single runs varied from 62 to
+/// 84 µs for the same algorithm on the H200 (conv2's forward at batch 64, 2026-11-30).
+template <class Launch>
+Algorithm retime(Algorithm a, Launch launch) {
+  if (stream_is_capturing()) return a;
+  a.time_ms = a.cudnn_ms = time_on_stream(launch);
+  return a;
+}
+
 }  // namespace
 
 template <class T>
@@ -350,6 +386,7 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
           MINIDL_CUDNN_CHECK(
               cudnnGetConvolutionForwardAlgorithm_v7(h, pl.x.get(), pl.w.get(), conv.get(), pl.y.get(), n, got, r));
         });
+    best = retime(best, [&] { cudnn_forward(pl, best, x, w, bias, y); });
     if constexpr (std::is_same<T, float>::value) {
       best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kForward, s),
                           [&] { igemm_conv2d_forward(p, x, w, bias, y); });
@@ -365,11 +402,7 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
     if (a.impl == Impl::kImplicitGemm) return igemm_conv2d_forward(p, x, w, bias, y);
     if (a.impl == Impl::kStaged) return staged_conv2d_forward(p, x, w, bias, y, a.bands);
   }
-  const T one = 1, zero = 0;
-  MINIDL_CUDNN_CHECK(cudnnConvolutionForward(h, &one, plan.x.get(), x, plan.w.get(), w, plan.conv[kForward].get(),
-                                             static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), workspace_for(a),
-                                             a.workspace_bytes, &zero, plan.y.get(), y));
-  if (bias) MINIDL_CUDNN_CHECK(cudnnAddTensor(h, &one, plan.bias.get(), bias, &one, plan.y.get(), y));
+  cudnn_forward(plan, a, x, w, bias, y);
 }
 
 template <class T>
@@ -392,6 +425,7 @@ void conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx
           MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, pl.w.get(), pl.y.get(), conv.get(),
                                                                          pl.x.get(), n, got, r));
         });
+    best = retime(best, [&] { cudnn_backward_input(pl, best, dy, w, dx); });
     if constexpr (std::is_same<T, float>::value) {
       best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardInput, s),
                           [&] { igemm_conv2d_backward_input(p, dy, w, dx); });
@@ -405,11 +439,7 @@ void conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx
     if (a.impl == Impl::kImplicitGemm) return igemm_conv2d_backward_input(p, dy, w, dx);
     if (a.impl == Impl::kStaged) return staged_conv2d_backward_input(p, dy, w, dx, a.bands);
   }
-  const T one = 1, zero = 0;
-  MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardData(h, &one, plan.w.get(), w, plan.y.get(), dy,
-                                                  plan.conv[kBackwardData].get(),
-                                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo),
-                                                  workspace_for(a), a.workspace_bytes, &zero, plan.x.get(), dx));
+  cudnn_backward_input(plan, a, dy, w, dx);
 }
 
 template <class T>
@@ -433,6 +463,7 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
           MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, pl.x.get(), pl.y.get(), conv.get(),
                                                                            pl.w.get(), n, got, r));
         });
+    best = retime(best, [&] { cudnn_backward_weight(pl, best, x, dy, dw); });
     if constexpr (std::is_same<T, float>::value) {
       best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardWeight, s),
                           [&] { igemm_conv2d_backward_weight(p, x, dy, dw); });
@@ -447,10 +478,7 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
   } else if (a.impl == Impl::kImplicitGemm) {
     if constexpr (std::is_same<T, float>::value) igemm_conv2d_backward_weight(p, x, dy, dw);  // float only
   } else {
-    MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(h, &one, plan.x.get(), x, plan.y.get(), dy,
-                                                      plan.conv[kBackwardFilter].get(),
-                                                      static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
-                                                      workspace_for(a), a.workspace_bytes, &zero, plan.w.get(), dw));
+    cudnn_backward_weight(plan, a, x, dy, dw);
   }
   if (dbias) {
     MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, plan.y.get(), dy, &zero, plan.bias.get(), dbias));

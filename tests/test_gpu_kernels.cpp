@@ -131,16 +131,18 @@ class GpuTest : public ::testing::Test {
     saved_tf32_conv_ = cuda::allow_tf32_conv();
     saved_tf32_matmul_ = cuda::allow_tf32_matmul();
     saved_deterministic_ = deterministic();
+    saved_benchmark_ = cuda::cudnn_benchmark();  // left as the environment set it (MINIDL_CUDNN_BENCHMARK)
     cuda::set_allow_tf32(false, false);
     set_deterministic(false);
   }
   void TearDown() override {
     cuda::set_allow_tf32(saved_tf32_conv_, saved_tf32_matmul_);
     set_deterministic(saved_deterministic_);
+    cuda::set_cudnn_benchmark(saved_benchmark_);
   }
 
  private:
-  bool saved_tf32_conv_ = true, saved_tf32_matmul_ = false, saved_deterministic_ = false;
+  bool saved_tf32_conv_ = true, saved_tf32_matmul_ = false, saved_deterministic_ = false, saved_benchmark_ = true;
 };
 
 template <class T>
@@ -553,6 +555,7 @@ TEST_F(GpuTest, DirectConvDeclinesWhatItDoesNotHandle) {
 
 // The search's decisions are reported, one line per shape and pass, naming who runs it.
 TEST_F(GpuTest, Conv2dAlgorithmChoicesNameEveryDecidedPass) {
+  cuda::set_cudnn_benchmark(true);
   std::mt19937 rng(31);
   const ConvProblem<float> prob({"choices_report_shape", 2, 3, 9, 13, 5, 3, 3}, rng);
   check_conv(prob, full_precision<float>());
@@ -566,6 +569,38 @@ TEST_F(GpuTest, Conv2dAlgorithmChoicesNameEveryDecidedPass) {
     EXPECT_NE(line.find(" ms"), std::string::npos) << line;  // timed, not chosen during capture
   }
   EXPECT_EQ(found, 3);  // forward, input gradient, weight gradient
+}
+
+// With the benchmark setting off nothing is timed: cuDNN's heuristic ranks its algorithms and the own kernels are
+// taken untimed where they apply; the results must still be right, and the setting keeps its own plans.
+TEST_F(GpuTest, Conv2dWithCudnnBenchmarkOffChoosesUntimed) {
+  std::mt19937 rng(37);
+  const ConvProblem<float> wide({"benchmark_off_45_taps", 3, 5, 11, 9, 7, 3, 3}, rng);  // cuDNN's heuristic
+  const ConvProblem<float> mnist({"benchmark_off_mnist_conv2", 4, 32, 26, 26, 64, 3, 3}, rng);
+  cuda::set_cudnn_benchmark(false);
+  check_conv(wide, full_precision<float>());
+  cuda::set_allow_tf32(true, false);  // TF32: the own staged and implicit-GEMM kernels apply
+  check_conv(mnist, kTf32);
+  cuda::set_cudnn_benchmark(true);
+  check_conv(wide, full_precision<float>());  // a timed plan of its own for the same shape
+  int untimed = 0, timed = 0;
+  for (const std::string& line : cuda::conv2d_algorithm_choices()) {
+    const bool is_wide = line.find("input 3x5x11x9, weight 7x5x3x3") != std::string::npos;
+    const bool is_mnist = line.find("input 4x32x26x26, weight 64x32x3x3") != std::string::npos;
+    if (!is_wide && !is_mnist) continue;
+    if (line.find("cuDNN benchmark off") != std::string::npos) {
+      ++untimed;
+      EXPECT_NE(line.find("chosen untimed"), std::string::npos) << line;
+      if (is_mnist && line.find("(weight)") == std::string::npos) {
+        EXPECT_NE(line.find("minidl"), std::string::npos) << line;  // the own kernels apply to these passes
+      }
+    } else if (is_wide && line.find("TF32") == std::string::npos) {
+      ++timed;
+      EXPECT_NE(line.find(" ms"), std::string::npos) << line;
+    }
+  }
+  EXPECT_EQ(untimed, 6);  // three passes of each shape
+  EXPECT_EQ(timed, 3);
 }
 
 TEST_F(GpuTest, Conv2dRejectsInvalidParams) {

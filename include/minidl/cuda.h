@@ -73,6 +73,16 @@ void set_allow_tf32(bool conv, bool matmul);
 bool allow_tf32_conv();
 bool allow_tf32_matmul();
 
+/// Whether the convolution algorithm search times its candidates (torch.backends.cudnn.benchmark; on by default
+/// here, because the timed search is what makes minidl's step fast). When on, the first use of a shape runs
+/// every cuDNN algorithm (cudnnFind) and minidl's own kernels on the real buffers and keeps the fastest. When off,
+/// cuDNN's heuristic ranks its algorithms without running them and minidl's own kernels, where they apply, are
+/// taken untimed, as during graph capture: no trial runs, so also no trial runs of algorithms that need large
+/// workspaces or that a tool cannot follow (compute-sanitizer racecheck stops inside cudnnFind's backward
+/// searches on the H200). Each setting keeps its own choices. Also off under MINIDL_CUDNN_BENCHMARK=0.
+void set_cudnn_benchmark(bool enabled);
+bool cudnn_benchmark();
+
 /// Records the library's work on the current device into a CUDA graph and replays it, as torch.cuda.CUDAGraph.
 /// Between capture_begin() and capture_end() nothing runs: kernels are recorded, and memory comes from a
 /// private pool that stays reserved for the graph (tensors allocated during capture keep their addresses for

@@ -1,5 +1,7 @@
 // Global numeric settings shared by both backends.
 #include <atomic>
+#include <cstdlib>
+#include <cstring>
 
 #include "minidl/cuda.h"
 
@@ -8,6 +10,9 @@ namespace {
 std::atomic<bool> g_tf32_conv{true};     // PyTorch's defaults: cuDNN may use TF32, cuBLAS matmuls may not
 std::atomic<bool> g_tf32_matmul{false};
 std::atomic<bool> g_deterministic{false};
+// On unless the environment says MINIDL_CUDNN_BENCHMARK=0 (scripts/cuda-sanitize.sh does, see cuda.h).
+std::atomic<bool> g_cudnn_benchmark{std::getenv("MINIDL_CUDNN_BENCHMARK") == nullptr ||
+                                    std::strcmp(std::getenv("MINIDL_CUDNN_BENCHMARK"), "0") != 0};
 }  // namespace
 
 namespace cuda {
@@ -17,6 +22,8 @@ void set_allow_tf32(bool conv, bool matmul) {
 }
 bool allow_tf32_conv() { return g_tf32_conv; }
 bool allow_tf32_matmul() { return g_tf32_matmul; }
+void set_cudnn_benchmark(bool enabled) { g_cudnn_benchmark = enabled; }
+bool cudnn_benchmark() { return g_cudnn_benchmark; }
 }  // namespace cuda
 
 void set_deterministic(bool enabled) { g_deterministic = enabled; }

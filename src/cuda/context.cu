@@ -76,13 +76,25 @@ std::mutex g_mutex;
 std::vector<DeviceContext*> g_contexts;
 
 /// device_alloc, with an out-of-memory error that says the memory was scratch for `what`.
-void* workspace_alloc(std::size_t bytes, const char* what) {
+/// With the caching allocator off (MINIDL_CUDA_NO_CACHE=1, the setting of compute-sanitizer runs) the scratch
+/// starts zeroed, queued on `s`: cuDNN's layout transposes read parts of their workspace that nothing wrote
+/// (initcheck on the H200, cuDNN 9.14: 1.4 million reports in nhwcToNchwKernel inside
+/// cudnnConvolutionBackwardFilter for one test whose results were right), which buried minidl's own reports.
+/// With the cache on no tool is watching and nothing is spent; during capture the memset would be replayed.
+void* workspace_alloc(std::size_t bytes, const char* what, cudaStream_t s) {
+  void* p = nullptr;
   try {
-    return device_alloc(bytes);
+    p = device_alloc(bytes);
   } catch (const OutOfMemoryError& e) {
     throw OutOfMemoryError(detail::str(e.what(), " [allocating ", what, " of ", bytes, " bytes]"), e.requested_bytes(),
                            e.free_bytes(), e.total_bytes());
   }
+  cudaStreamCaptureStatus capture = cudaStreamCaptureStatusNone;
+  if (!cuda::allocator_caching() && cudaStreamIsCapturing(s, &capture) == cudaSuccess &&
+      capture == cudaStreamCaptureStatusNone) {
+    MINIDL_CUDA_CHECK(cudaMemsetAsync(p, 0, bytes, s));
+  }
+  return p;
 }
 
 /// Releases every device's handles, workspaces and stream, when the caching allocator is off (the setting of
@@ -131,7 +143,7 @@ cublasHandle_t cublas() {
   if (!c.cublas) {
     // The handle is published only once it has its workspace: after an out-of-memory here the next call
     // starts over instead of using a handle that would allocate scratch itself (breaking graph capture).
-    if (!c.cublas_workspace) c.cublas_workspace = workspace_alloc(kCublasWorkspace, "the cuBLAS workspace");
+    if (!c.cublas_workspace) c.cublas_workspace = workspace_alloc(kCublasWorkspace, "the cuBLAS workspace", c.stream);
     cublasHandle_t h = nullptr;
     MINIDL_CUBLAS_CHECK(cublasCreate(&h));
     const cublasStatus_t st = [&] {
@@ -163,7 +175,7 @@ void* workspace(std::size_t bytes) {
     if (c.workspace) device_free(c.workspace);
     c.workspace = nullptr;
     c.workspace_bytes = 0;
-    c.workspace = workspace_alloc(bytes, "the cuDNN/cuBLAS workspace");
+    c.workspace = workspace_alloc(bytes, "the cuDNN/cuBLAS workspace", c.stream);
     c.workspace_bytes = bytes;
   }
   return c.workspace;

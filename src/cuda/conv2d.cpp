@@ -68,12 +68,13 @@ class ConvolutionDescriptor {
   cudnnConvolutionDescriptor_t desc_ = nullptr;
 };
 
-/// What besides the shape decides the algorithm: data type, math type (TF32 allowed or FMA only) and
-/// whether nondeterministic algorithms are excluded.
+/// What besides the shape decides the algorithm: data type, math type (TF32 allowed or FMA only), whether
+/// nondeterministic algorithms are excluded, and whether candidates are timed (cuda::cudnn_benchmark()).
 struct Settings {
   cudnnDataType_t type;
   cudnnMathType_t math;
   bool deterministic;
+  bool benchmark;
 };
 
 template <class T>
@@ -84,7 +85,7 @@ Settings current_settings() {
   const bool is_float = std::is_same<T, float>::value;
   const cudnnMathType_t math = !is_float ? CUDNN_DEFAULT_MATH
                                : cuda::allow_tf32_conv() ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
-  return {cudnn_type<T>::value, math, deterministic()};
+  return {cudnn_type<T>::value, math, deterministic(), cuda::cudnn_benchmark()};
 }
 
 std::string describe(const Conv2dParams& p) {
@@ -143,12 +144,12 @@ struct Plan {
   }
 };
 
-using Key = std::array<std::int64_t, 18>;
+using Key = std::array<std::int64_t, 19>;
 
 Key make_key(const Conv2dParams& p, const Settings& s) {
   return {p.N, p.C, p.H, p.W, p.K, p.R, p.S, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w, p.groups,
           static_cast<std::int64_t>(s.type), static_cast<std::int64_t>(s.math), s.deterministic ? 1 : 0,
-          current_device()};
+          s.benchmark ? 1 : 0, current_device()};
 }
 
 bool stream_is_capturing() {
@@ -156,6 +157,10 @@ bool stream_is_capturing() {
   MINIDL_CUDA_CHECK(cudaStreamIsCapturing(stream(), &status));
   return status != cudaStreamCaptureStatusNone;
 }
+
+/// Whether the search may run candidates to time them: not with the benchmark setting off, and not during graph
+/// capture, where nothing runs.
+bool may_time(const Settings& s) { return s.benchmark && !stream_is_capturing(); }
 
 // cuDNN's list of nondeterministic algorithms (they accumulate with atomics).
 bool never_excluded(int) { return false; }
@@ -166,7 +171,7 @@ bool nondeterministic_backward_filter(int algo) {
 
 /// Chooses the algorithm of one pass. `probe(algo, &bytes)` asks one algorithm's workspace size; `find(count,
 /// &returned, results, workspace, bytes)` times the candidates on the real buffers; `heuristic(count, &returned,
-/// results)` ranks them without running anything (used during graph capture, where timing is impossible).
+/// results)` ranks them without running anything (used when may_time(s) is false).
 /// The results come best first; the first that satisfies the settings wins, and its math type is set on `conv`.
 template <class Perf, class Probe, class Find, class Heuristic>
 Algorithm choose_algorithm(Pass pass, int algo_count, const Settings& s, bool (*excluded)(int),
@@ -175,7 +180,7 @@ Algorithm choose_algorithm(Pass pass, int algo_count, const Settings& s, bool (*
   std::vector<Perf> results(static_cast<std::size_t>(algo_count));
   int returned = 0;
   std::size_t limit = kMaxWorkspaceBytes;
-  if (stream_is_capturing()) {
+  if (!may_time(s)) {
     heuristic(algo_count, &returned, results.data());
   } else {
     // Give the search as much workspace as the hungriest algorithm under the cap needs, so none is skipped
@@ -199,7 +204,7 @@ Algorithm choose_algorithm(Pass pass, int algo_count, const Settings& s, bool (*
   // kTimeSlack of the fastest: the fastest is often an FFT or Winograd variant holding 100+ MB of scratch for
   // a few percent of speed (measured on the H200 at batch 256: 222 us with 110 MB against 228 us with 21 MB),
   // and that scratch is what made a step's peak memory exceed PyTorch's. Results come fastest first; the
-  // heuristic's (during capture) come without times, so there the first usable one wins.
+  // heuristic's come without times, so there the first usable one wins.
   constexpr float kTimeSlack = 1.10f;
   const Perf* pick = nullptr;
   float fastest = 0;
@@ -249,17 +254,18 @@ float time_on_stream(Launch launch) {
 }
 
 /// `best`, or the own kernel `impl` (`launch` runs it) when it `applies` and is faster. The own kernels are
-/// deterministic, so the deterministic setting keeps them. During capture they cannot be timed and are taken
+/// deterministic, so the deterministic setting keeps them. Where nothing may be timed (may_time) they are taken
 /// untimed: on the example's convolutions they beat every cuDNN algorithm at batch 64 (H200, 2026-11-30).
 template <class Launch>
-Algorithm consider_own(const Algorithm& best, Impl impl, bool applies, Launch launch, int bands = 0) {
+Algorithm consider_own(const Algorithm& best, const Settings& s, Impl impl, bool applies, Launch launch,
+                       int bands = 0) {
   if (!applies) return best;
   Algorithm own;
   own.impl = impl;
   own.bands = bands;
   own.algo = best.algo;  // cuDNN's pick, for the report
   own.cudnn_ms = best.cudnn_ms;
-  if (stream_is_capturing()) return own;
+  if (!may_time(s)) return own;
   own.time_ms = time_on_stream(launch);
   return own.time_ms < best.time_ms ? own : best;
 }
@@ -269,16 +275,16 @@ bool igemm_applies(const Conv2dParams& p, ConvPass pass, const Settings& s) {
   return s.math == CUDNN_TENSOR_OP_MATH && igemm_supports(p, pass);
 }
 
-/// `best`, or the staged kernels with the fastest of their band choices (TF32 allowed). During capture, where
-/// nothing can be timed, the first choice (the kernels' cost model's) is taken.
+/// `best`, or the staged kernels with the fastest of their band choices (TF32 allowed). Where nothing may be
+/// timed, the first choice (the kernels' cost model's) is taken.
 template <class Launch>
 Algorithm consider_staged(const Algorithm& best, const Conv2dParams& p, ConvPass pass, const Settings& s,
                           Launch launch) {
   if (s.math != CUDNN_TENSOR_OP_MATH) return best;
   Algorithm pick = best;
   for (int bands : staged_band_choices(p, pass)) {
-    pick = consider_own(pick, Impl::kStaged, true, [&] { launch(bands); }, bands);
-    if (stream_is_capturing()) break;
+    pick = consider_own(pick, s, Impl::kStaged, true, [&] { launch(bands); }, bands);
+    if (!may_time(s)) break;
   }
   return pick;
 }
@@ -316,7 +322,7 @@ std::string describe_choice(const Algorithm& a) {
                   : a.impl == Impl::kImplicitGemm ? std::string("minidl implicit-GEMM kernel (TF32)")
                   : a.impl == Impl::kStaged       ? detail::str("minidl staged kernel (TF32, ", a.bands, " bands)")
                                                   : std::string("minidl direct kernel");
-  if (a.time_ms <= 0) return s + ", chosen untimed (first seen during graph capture)";
+  if (a.time_ms <= 0) return s + ", chosen untimed (cuDNN benchmark off, or first seen during graph capture)";
   s += detail::str(", ", a.time_ms, " ms");
   if (a.impl != Impl::kCudnn) s += detail::str(" (cuDNN's best: algorithm ", a.algo, ", ", a.cudnn_ms, " ms)");
   return s;
@@ -358,8 +364,8 @@ void cudnn_backward_weight(const Plan& pl, const Algorithm& a, const T* x, const
 /// that the comparison is fair: cudnnFind times each candidate once, and those single runs varied from 62 to
 /// 84 µs for the same algorithm on the H200 (conv2's forward at batch 64, 2026-11-30).
 template <class Launch>
-Algorithm retime(Algorithm a, Launch launch) {
-  if (stream_is_capturing()) return a;
+Algorithm retime(Algorithm a, const Settings& s, Launch launch) {
+  if (!may_time(s)) return a;
   a.time_ms = a.cudnn_ms = time_on_stream(launch);
   return a;
 }
@@ -386,14 +392,14 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
           MINIDL_CUDNN_CHECK(
               cudnnGetConvolutionForwardAlgorithm_v7(h, pl.x.get(), pl.w.get(), conv.get(), pl.y.get(), n, got, r));
         });
-    best = retime(best, [&] { cudnn_forward(pl, best, x, w, bias, y); });
+    best = retime(best, s, [&] { cudnn_forward(pl, best, x, w, bias, y); });
     if constexpr (std::is_same<T, float>::value) {
-      best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kForward, s),
+      best = consider_own(best, s, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kForward, s),
                           [&] { igemm_conv2d_forward(p, x, w, bias, y); });
       best = consider_staged(best, p, ConvPass::kForward, s,
                              [&](int bands) { staged_conv2d_forward(p, x, w, bias, y, bands); });
     }
-    return consider_own(best, Impl::kDirect, direct_conv_supports(p),
+    return consider_own(best, s, Impl::kDirect, direct_conv_supports(p),
                         [&] { direct_conv2d_forward(p, x, w, bias, y); });
   });
   const Algorithm& a = plan.algo[kForward];
@@ -425,9 +431,9 @@ void conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx
           MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, pl.w.get(), pl.y.get(), conv.get(),
                                                                          pl.x.get(), n, got, r));
         });
-    best = retime(best, [&] { cudnn_backward_input(pl, best, dy, w, dx); });
+    best = retime(best, s, [&] { cudnn_backward_input(pl, best, dy, w, dx); });
     if constexpr (std::is_same<T, float>::value) {
-      best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardInput, s),
+      best = consider_own(best, s, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardInput, s),
                           [&] { igemm_conv2d_backward_input(p, dy, w, dx); });
       best = consider_staged(best, p, ConvPass::kBackwardInput, s,
                              [&](int bands) { staged_conv2d_backward_input(p, dy, w, dx, bands); });
@@ -463,12 +469,12 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
           MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, pl.x.get(), pl.y.get(), conv.get(),
                                                                            pl.w.get(), n, got, r));
         });
-    best = retime(best, [&] { cudnn_backward_weight(pl, best, x, dy, dw); });
+    best = retime(best, s, [&] { cudnn_backward_weight(pl, best, x, dy, dw); });
     if constexpr (std::is_same<T, float>::value) {
-      best = consider_own(best, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardWeight, s),
+      best = consider_own(best, s, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardWeight, s),
                           [&] { igemm_conv2d_backward_weight(p, x, dy, dw); });
     }
-    return consider_own(best, Impl::kDirect, direct_conv_supports(p),
+    return consider_own(best, s, Impl::kDirect, direct_conv_supports(p),
                         [&] { direct_conv2d_backward_weight(p, x, dy, dw); });
   });
   const Algorithm& a = plan.algo[kBackwardFilter];
@@ -501,13 +507,14 @@ std::vector<std::string> conv2d_algorithm_choices() {
   std::lock_guard<std::mutex> lock(cache.mutex);
   std::vector<std::string> lines;
   for (const auto& [key, plan] : cache.plans) {
-    // key: N C H W K R S stride(2) pad(2) dilation(2) groups type math deterministic device
+    // key: N C H W K R S stride(2) pad(2) dilation(2) groups type math deterministic benchmark device
     const std::string shape =
-        detail::str("cuda:", key[17], " input ", key[0], "x", key[1], "x", key[2], "x", key[3], ", weight ", key[4],
+        detail::str("cuda:", key[18], " input ", key[0], "x", key[1], "x", key[2], "x", key[3], ", weight ", key[4],
                     "x", key[1] / key[13], "x", key[5], "x", key[6], ", stride ", key[7], "x", key[8], ", padding ",
                     key[9], "x", key[10], ", dilation ", key[11], "x", key[12], ", groups ", key[13],
                     key[14] == CUDNN_DATA_DOUBLE ? ", double" : ", float",
-                    key[15] == CUDNN_TENSOR_OP_MATH ? ", TF32 allowed" : "", key[16] ? ", deterministic" : "");
+                    key[15] == CUDNN_TENSOR_OP_MATH ? ", TF32 allowed" : "", key[16] ? ", deterministic" : "",
+                    key[17] ? "" : ", cuDNN benchmark off");
     for (int pass = 0; pass < gpu::kNumPasses; ++pass) {
       if (plan->chosen[pass]) lines.push_back(detail::str(gpu::kPassNames[pass], ", ", shape, ": ",
                                                           gpu::describe_choice(plan->algo[pass])));

@@ -310,9 +310,9 @@ TEST_F(GpuTest, Conv2dFirstSeenDuringGraphCapture) {
       const ConvProblem<float> prob({"capture_only_shape", 2, channels, 11, 9, tf32 ? 6 : 5, 3, 3, 1, 1, 1, 1}, rng);
       const DeviceBuffer<float> x(prob.x), w(prob.w), b(prob.b);
       DeviceBuffer<float> y(prob.ys);
-      // Create the handle and a workspace beforehand: both allocate, which capture forbids.
+      // Create the handle beforehand: cudnnCreate synchronises, which capture forbids. (Scratch memory may be
+      // allocated during this relaxed-mode capture.)
       gpu::cudnn();
-      gpu::workspace(std::size_t{64} << 20);
       cudaGraph_t graph = nullptr;
       MINIDL_CUDA_CHECK(cudaStreamBeginCapture(gpu::stream(), cudaStreamCaptureModeRelaxed));
       try {
@@ -581,6 +581,7 @@ TEST_F(GpuTest, Conv2dWithCudnnBenchmarkOffChoosesUntimed) {
   check_conv(wide, full_precision<float>());
   cuda::set_allow_tf32(true, false);  // TF32: the own staged and implicit-GEMM kernels apply
   check_conv(mnist, kTf32);
+  cuda::set_allow_tf32(false, false);
   cuda::set_cudnn_benchmark(true);
   check_conv(wide, full_precision<float>());  // a timed plan of its own for the same shape
   int untimed = 0, timed = 0;

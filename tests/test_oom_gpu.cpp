@@ -26,11 +26,10 @@ constexpr std::size_t kMiB = std::size_t{1} << 20;
 
 std::size_t round_up(std::size_t v, std::size_t to) { return (v + to - 1) / to * to; }
 
-/// Caps minidl's reservations at what it holds now plus `headroom` bytes (after returning the cache and the
-/// scratch buffer to the driver, so that only live tensors count).
+/// Caps minidl's reservations at what it holds now plus `headroom` bytes (after returning the cache to the
+/// driver, so that only live tensors count).
 void cap_memory(std::size_t headroom) {
   cuda::synchronize();
-  gpu::release_workspace();
   cuda::empty_cache();
   const std::size_t total = cuda::devices().at(0).total_memory;
   const std::size_t limit = cuda::memory_stats().reserved + headroom;
@@ -81,7 +80,6 @@ TEST(OomGpu, CudnnWorkspaceOutOfMemoryIsAnExceptionAndConvolutionWorksAfterwards
   const Tensor x = uniform({32, 64, 64, 64}, -1.0, 1.0, o), w = uniform({64, 64, 5, 5}, -1.0, 1.0, o);
   const std::size_t y_bytes = std::size_t{32} * 64 * 64 * 64 * sizeof(float);
   cuda::synchronize();
-  gpu::release_workspace();
   cuda::empty_cache();
   // First search under these settings: measure the scratch it takes beyond the output.
   cuda::reset_peak_memory_stats();

@@ -6,6 +6,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 
 #include "cuda/context.h"
 #include "cuda/cudnn_tensor.h"
@@ -64,7 +65,7 @@ __global__ void fill_kernel(T* __restrict__ out, T value, std::int64_t n) {
 }
 
 /// Stand-ins for per-channel vectors the caller did not pass (affine off, unwanted parameter gradients), which
-/// cuDNN requires. They live in gpu::workspace() and are refilled on every call: stream-ordered, so this also
+/// cuDNN requires. They live in a gpu::Workspace of the call and are refilled on every call: stream-ordered, so this also
 /// works inside CUDA-graph capture, and no memory stays held for a layer without parameters.
 template <class T>
 class ChannelScratch {
@@ -88,13 +89,16 @@ class ChannelScratch {
   T* take() {
     MINIDL_CHECK(used_ < kSlots, ValueError, "batch_norm: internal error, more than ", kSlots,
                  " scratch vectors requested");
-    if (!base_) base_ = static_cast<T*>(workspace(static_cast<std::size_t>(kSlots * channels_) * sizeof(T)));
-    return base_ + (used_++) * channels_;
+    if (!scratch_) {
+      scratch_ = std::make_unique<Workspace>(static_cast<std::size_t>(kSlots * channels_) * sizeof(T),
+                                             "batch_norm's stand-in vectors");
+    }
+    return scratch_->as<T>() + (used_++) * channels_;
   }
 
   std::int64_t channels_;
   std::int64_t used_ = 0;
-  T* base_ = nullptr;
+  std::unique_ptr<Workspace> scratch_;
 };
 
 /// Normalises with the batch statistics; the statistic outputs are optional in pairs (checked by callers).

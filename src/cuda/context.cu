@@ -68,8 +68,6 @@ struct DeviceContext {
   cublasHandle_t cublas = nullptr;
   cudnnHandle_t cudnn = nullptr;
   void* cublas_workspace = nullptr;
-  void* workspace = nullptr;
-  std::size_t workspace_bytes = 0;
 };
 
 std::mutex g_mutex;
@@ -97,7 +95,7 @@ void* workspace_alloc(std::size_t bytes, const char* what, cudaStream_t s) {
   return p;
 }
 
-/// Releases every device's handles, workspaces and stream, when the caching allocator is off (the setting of
+/// Releases every device's handles, the cuBLAS workspace and the stream, when the caching allocator is off (the setting of
 /// compute-sanitizer runs: MINIDL_CUDA_NO_CACHE=1), so that its leak check at exit reports only memory that
 /// something really lost. Normal runs leave it all to the driver: the handles must outlive static tensors.
 void release_contexts_at_exit() {
@@ -111,7 +109,6 @@ void release_contexts_at_exit() {
     if (c->cudnn) (void)cudnnDestroy(c->cudnn);
     if (c->cublas) (void)cublasDestroy(c->cublas);
     device_free(c->cublas_workspace);
-    device_free(c->workspace);
     (void)cudaStreamDestroy(c->stream);
     delete c;
     g_contexts[dev] = nullptr;
@@ -168,25 +165,10 @@ cudnnHandle_t cudnn() {
   return c.cudnn;
 }
 
-void* workspace(std::size_t bytes) {
-  DeviceContext& c = context();
-  if (bytes > c.workspace_bytes) {
-    // Stream order makes the swap safe: work queued on the old buffer runs before anything reuses it.
-    if (c.workspace) device_free(c.workspace);
-    c.workspace = nullptr;
-    c.workspace_bytes = 0;
-    c.workspace = workspace_alloc(bytes, "the cuDNN/cuBLAS workspace", c.stream);
-    c.workspace_bytes = bytes;
-  }
-  return c.workspace;
-}
+Workspace::Workspace(std::size_t bytes, const char* what)
+    : ptr_(bytes > 0 ? workspace_alloc(bytes, what, stream()) : nullptr) {}
 
-void release_workspace() {
-  DeviceContext& c = context();
-  if (c.workspace) device_free(c.workspace);
-  c.workspace = nullptr;
-  c.workspace_bytes = 0;
-}
+Workspace::~Workspace() { device_free(ptr_); }
 
 }  // namespace gpu
 

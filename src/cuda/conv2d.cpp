@@ -194,10 +194,9 @@ Algorithm choose_algorithm(Pass pass, int algo_count, const Settings& s, bool (*
     // ramping up, so the first candidates are timed slow and the ranking is skewed (seen on the H200: a search
     // picked a SIMT kernel that a later search timed 1.6x slower than a tensor-op one). The first search only
     // warms the GPU up; the second one ranks.
-    void* ws = bytes > 0 ? workspace(bytes) : nullptr;
-    find(algo_count, &returned, results.data(), ws, bytes);
-    find(algo_count, &returned, results.data(), ws, bytes);
-    release_workspace();  // the chosen algorithm asks for its own (usually far smaller) workspace when it runs
+    const Workspace ws(bytes, "the cuDNN algorithm search's workspace");
+    find(algo_count, &returned, results.data(), ws.get(), bytes);
+    find(algo_count, &returned, results.data(), ws.get(), bytes);
     limit = bytes;
   }
   // Among the algorithms that satisfy the settings, take the one with the least workspace that is within
@@ -328,7 +327,6 @@ std::string describe_choice(const Algorithm& a) {
   return s;
 }
 
-void* workspace_for(const Algorithm& a) { return a.workspace_bytes > 0 ? workspace(a.workspace_bytes) : nullptr; }
 
 void require_pointers(bool all_set, Pass pass) {
   MINIDL_CHECK(all_set, ValueError, kPassNames[pass], ": a required device pointer is null");
@@ -338,26 +336,29 @@ void require_pointers(bool all_set, Pass pass) {
 template <class T>
 void cudnn_forward(const Plan& pl, const Algorithm& a, const T* x, const T* w, const T* bias, T* y) {
   const T one = 1, zero = 0;
+  const Workspace ws(a.workspace_bytes, "the cuDNN workspace");
   MINIDL_CUDNN_CHECK(cudnnConvolutionForward(cudnn(), &one, pl.x.get(), x, pl.w.get(), w, pl.conv[kForward].get(),
-                                             static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), workspace_for(a),
+                                             static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws.get(),
                                              a.workspace_bytes, &zero, pl.y.get(), y));
   if (bias) MINIDL_CUDNN_CHECK(cudnnAddTensor(cudnn(), &one, pl.bias.get(), bias, &one, pl.y.get(), y));
 }
 template <class T>
 void cudnn_backward_input(const Plan& pl, const Algorithm& a, const T* dy, const T* w, T* dx) {
   const T one = 1, zero = 0;
+  const Workspace ws(a.workspace_bytes, "the cuDNN workspace");
   MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardData(cudnn(), &one, pl.w.get(), w, pl.y.get(), dy,
                                                   pl.conv[kBackwardData].get(),
-                                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), workspace_for(a),
+                                                  static_cast<cudnnConvolutionBwdDataAlgo_t>(a.algo), ws.get(),
                                                   a.workspace_bytes, &zero, pl.x.get(), dx));
 }
 template <class T>
 void cudnn_backward_weight(const Plan& pl, const Algorithm& a, const T* x, const T* dy, T* dw) {
   const T one = 1, zero = 0;
+  const Workspace ws(a.workspace_bytes, "the cuDNN workspace");
   MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(cudnn(), &one, pl.x.get(), x, pl.y.get(), dy,
                                                     pl.conv[kBackwardFilter].get(),
                                                     static_cast<cudnnConvolutionBwdFilterAlgo_t>(a.algo),
-                                                    workspace_for(a), a.workspace_bytes, &zero, pl.w.get(), dw));
+                                                    ws.get(), a.workspace_bytes, &zero, pl.w.get(), dw));
 }
 
 /// cuDNN's pick timed the way the own kernels are (time_on_stream: warm-up, then the mean of three runs), so

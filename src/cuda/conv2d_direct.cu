@@ -219,7 +219,8 @@ void direct_conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* d
     return;
   }
   const int splits = std::min(kMaxSplits, (g.NPQ + kThreads * kPixelsPerThread - 1) / (kThreads * kPixelsPerThread));
-  T* partial = splits == 1 ? dw : static_cast<T*>(workspace(sizeof(T) * static_cast<std::size_t>(outputs) * splits));
+  const Workspace scratch(splits == 1 ? 0 : sizeof(T) * static_cast<std::size_t>(outputs) * splits, "split partial sums");
+  T* partial = splits == 1 ? dw : scratch.as<T>();
   with_tap_bucket(g.taps, [&](auto bucket) {
     constexpr int B = decltype(bucket)::value;
     constexpr int KG = ChannelGroup<T, B>::value;

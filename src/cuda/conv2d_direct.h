@@ -19,7 +19,7 @@ bool direct_conv_supports(const kernels::Conv2dParams& p);
 template <class T>
 void direct_conv2d_forward(const kernels::Conv2dParams& p, const T* x, const T* w, const T* bias, T* y);
 
-/// dw = gradient w.r.t. the weight; overwrites dw. Uses gpu::workspace() for the partial sums.
+/// dw = gradient w.r.t. the weight; overwrites dw. Takes a gpu::Workspace for the partial sums.
 template <class T>
 void direct_conv2d_backward_weight(const kernels::Conv2dParams& p, const T* x, const T* dy, T* dw);
 

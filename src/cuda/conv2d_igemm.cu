@@ -358,7 +358,8 @@ void igemm_conv2d_backward_weight(const Conv2dParams& p, const float* x, const f
   g.m_tiles_per_split = (m_tiles + splits - 1) / splits;
   splits = (m_tiles + g.m_tiles_per_split - 1) / g.m_tiles_per_split;
   const int n = g.K * g.CRS;
-  g.partial = splits == 1 ? dw : static_cast<float*>(workspace(sizeof(float) * static_cast<std::size_t>(n) * splits));
+  const Workspace partial(splits == 1 ? 0 : sizeof(float) * static_cast<std::size_t>(n) * splits, "split partial sums");
+  g.partial = splits == 1 ? dw : partial.as<float>();
   const dim3 grid((g.K + kWM - 1) / kWM, (g.CRS + kWN - 1) / kWN, splits);
   weight_grad_kernel<<<grid, kWThreads, kWSmemBytes, stream()>>>(g);
   MINIDL_CUDA_KERNEL_CHECK();

@@ -19,7 +19,7 @@ bool igemm_supports(const kernels::Conv2dParams& p, ConvPass pass);
 void igemm_conv2d_forward(const kernels::Conv2dParams& p, const float* x, const float* w, const float* bias, float* y);
 /// dx = gradient of the convolution w.r.t. x; overwrites dx.
 void igemm_conv2d_backward_input(const kernels::Conv2dParams& p, const float* dy, const float* w, float* dx);
-/// dw = gradient w.r.t. the weight; overwrites dw. Uses gpu::workspace() for the partial sums of its splits.
+/// dw = gradient w.r.t. the weight; overwrites dw. Takes a gpu::Workspace for the partial sums of its splits.
 void igemm_conv2d_backward_weight(const kernels::Conv2dParams& p, const float* x, const float* dy, float* dw);
 
 }  // namespace gpu

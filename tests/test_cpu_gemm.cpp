@@ -153,19 +153,21 @@ TYPED_TEST(CpuGemm, ParallelSplitMatchesReference) {
   minidl::set_num_threads(threads);
 }
 
-// With more threads than blocks along the longer side, C is cut along both sides (fc1's 64 x 128 product on
-// 16 threads); every element is summed in the same order however C is cut, so the result is bitwise the same
-// for every thread count.
+// With more threads than blocks along the longer side, C is cut along both sides (130 x 70 on 16 threads), and
+// a small C over a long k (fc1's 64 x 128 over 9216) is summed in ranges of k whose count follows from the shape
+// alone; either way every element is summed in the same order for every thread count, so the result is bitwise
+// the same. (With C accumulated too: the ranges add onto the old C in the same order.)
 TYPED_TEST(CpuGemm, ParallelSplitIsExactForEveryThreadCount) {
   std::mt19937 rng(9);
   const int threads = minidl::get_num_threads();
   minidl::set_num_threads(16);
-  for (const Case& c : {Case{64, 128, 9216}, Case{130, 70, 300}, Case{40, 200, 500}}) {
+  for (const Case& c : {Case{64, 128, 9216}, Case{130, 70, 300}, Case{40, 200, 500}, Case{16, 40, 8000}}) {
     run_case<TypeParam>(c, Layout::RowMajor, Layout::ColMajor, false, false, true, minidl::cpu::active_isa(), rng);
     run_case<TypeParam>(c, Layout::ColMajor, Layout::RowTable, true, true, true, minidl::cpu::active_isa(), rng);
     const Operand<TypeParam> a(c.m, c.k, Layout::RowMajor, rng), b(c.k, c.n, Layout::ColMajor, rng);
     std::vector<TypeParam> one(static_cast<std::size_t>(c.m * c.n)), many(one.size());
-    minidl::cpu::gemm<TypeParam>({c.m, c.n, c.k, a.view, b.view, {one.data(), c.n, 1}, false});
+    minidl::set_num_threads(1);
+    minidl::cpu::gemm_parallel<TypeParam>({c.m, c.n, c.k, a.view, b.view, {one.data(), c.n, 1}, false});
     for (int t : {2, 3, 5, 16}) {
       minidl::set_num_threads(t);
       std::fill(many.begin(), many.end(), TypeParam(7));

@@ -573,14 +573,52 @@ __global__ void cross_entropy_loss_kernel(const T* lp, const std::int64_t* targe
   }
 }
 
+// The reduced loss in one block: a warp per sample as above, each warp's lane 0 summing its samples, then the
+// warps' sums added in warp order (deterministic). One launch instead of three (losses, sum, scale): the loss
+// of a small batch is a handful of microseconds of launches, not of work. For batches up to kSumSamplesMax.
+constexpr int kSumWarps = 8;
+constexpr std::int64_t kSumSamplesMax = 4096;
 template <class T>
-__global__ void cross_entropy_backward_kernel(const T* lp, const std::int64_t* target, const T* grad, T* dx,
-                                              std::int64_t n, std::int64_t c, T eps, bool from_logits) {
+__global__ void cross_entropy_sum_kernel(const T* lp, const std::int64_t* target, T* out, std::int64_t n,
+                                         std::int64_t c, T eps, T scale) {
+  __shared__ T part[kSumWarps];
+  const int lane = threadIdx.x % 32, warp = threadIdx.x / 32;
+  T acc = 0;
+  for (std::int64_t i = warp; i < n; i += kSumWarps) {
+    const T* row = lp + i * c;
+    T s = 0;
+    for (std::int64_t j = lane; j < c; j += 32) s += row[j];
+    for (int off = 16; off > 0; off >>= 1) s += __shfl_down_sync(0xffffffffu, s, off);
+    const std::int64_t t = target[i];
+    acc += (t < 0 || t >= c) ? T(NAN) : -((T(1) - eps) * row[t] + eps / T(c) * s);  // lane 0's is the one used
+  }
+  if (lane == 0) part[warp] = acc;
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    T total = part[0];
+    for (int w = 1; w < kSumWarps; ++w) total += part[w];
+    out[0] = scale * total;
+  }
+}
+
+template <class T>
+__global__ void scaled_sum_kernel(const T* x, T* out, std::int64_t n, T scale) {
+  extern __shared__ unsigned char smem_raw[];
+  T acc = 0;
+  for (std::int64_t i = threadIdx.x; i < n; i += blockDim.x) acc += x[i];
+  acc = block_sum(acc, reinterpret_cast<T*>(smem_raw));
+  if (threadIdx.x == 0) out[0] = scale * acc;
+}
+
+template <class T>
+__global__ void cross_entropy_backward_kernel(const T* lp, const std::int64_t* target, const T* grad,
+                                              std::int64_t grad_stride, T* dx, std::int64_t n, std::int64_t c, T eps,
+                                              bool from_logits, T scale) {
   GRID_STRIDE(k, n * c) {
     const std::int64_t i = k / c, j = k % c;
     const std::int64_t t = target[i];
     const T q = (j == t ? T(1) - eps : T(0)) + eps / T(c);
-    dx[k] = ((from_logits ? kernels::m_exp(lp[k]) : T(0)) - q) * grad[i];
+    dx[k] = ((from_logits ? kernels::m_exp(lp[k]) : T(0)) - q) * (scale * grad[i * grad_stride]);
   }
 }
 
@@ -597,15 +635,34 @@ void cross_entropy_loss(const Tensor& log_probs, const Tensor& target, double sm
   MINIDL_CUDA_KERNEL_CHECK();
 }
 
+void cross_entropy_loss_sum(const Tensor& log_probs, const Tensor& target, double smoothing, double scale,
+                            Tensor& out) {
+  const std::int64_t n = log_probs.size(0), c = log_probs.size(1);
+  kernels::dispatch_floating(log_probs.dtype(), "cross_entropy", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (n > kSumSamplesMax) {  // many samples: the per-sample kernel spreads them over the GPU, then one block sums
+      Tensor losses = empty({n}, TensorOptions(log_probs.dtype()).device(log_probs.device()));
+      cross_entropy_loss(log_probs, target, smoothing, losses);
+      scaled_sum_kernel<<<1, kThreads, kThreads * sizeof(T), stream()>>>(losses.data_ptr<T>(), out.data_ptr<T>(), n,
+                                                                        static_cast<T>(scale));
+      return;
+    }
+    cross_entropy_sum_kernel<<<1, kSumWarps * 32, 0, stream()>>>(log_probs.data_ptr<T>(),
+                                                                 target.data_ptr<std::int64_t>(), out.data_ptr<T>(),
+                                                                 n, c, static_cast<T>(smoothing), static_cast<T>(scale));
+  });
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+
 void cross_entropy_backward(const Tensor& log_probs, const Tensor& target, const Tensor& grad, double smoothing,
-                            bool from_logits, Tensor& dx) {
+                            bool from_logits, double scale, Tensor& dx) {
   const std::int64_t n = log_probs.size(0), c = log_probs.size(1);
   if (n == 0) return;
   kernels::dispatch_floating(log_probs.dtype(), "cross_entropy_backward", [&](auto tag) {
     using T = typename decltype(tag)::type;
     cross_entropy_backward_kernel<<<blocks_for(n * c), kThreads, 0, stream()>>>(
-        log_probs.data_ptr<T>(), target.data_ptr<std::int64_t>(), grad.data_ptr<T>(), dx.data_ptr<T>(), n, c,
-        static_cast<T>(smoothing), from_logits);
+        log_probs.data_ptr<T>(), target.data_ptr<std::int64_t>(), grad.data_ptr<T>(), grad.numel() == 1 ? 0 : 1,
+        dx.data_ptr<T>(), n, c, static_cast<T>(smoothing), from_logits, static_cast<T>(scale));
   });
   MINIDL_CUDA_KERNEL_CHECK();
 }

@@ -43,9 +43,13 @@
                         std::int64_t inner, bool log);                                                    \
   /* losses[i] = -((1 - eps) * lp[i, t_i] + eps / C * sum_c lp[i, c]) for log-probabilities lp (N, C). */   \
   void cross_entropy_loss(const Tensor& log_probs, const Tensor& target, double smoothing, Tensor& losses);  \
-  /* dx = (from_logits ? exp(lp) : 0) - q, times grad[i], where q = (1 - eps) onehot(t_i) + eps / C. */     \
+  /* out (one element) = scale * sum_i losses[i]: the mean or sum reduction in the same pass. */              \
+  void cross_entropy_loss_sum(const Tensor& log_probs, const Tensor& target, double smoothing, double scale, \
+                              Tensor& out);                                                                 \
+  /* dx = (from_logits ? exp(lp) : 0) - q, times scale * grad[i] (grad[0] for every i when grad has one     \
+     element), where q = (1 - eps) onehot(t_i) + eps / C. */                                                 \
   void cross_entropy_backward(const Tensor& log_probs, const Tensor& target, const Tensor& grad,             \
-                              double smoothing, bool from_logits, Tensor& dx);
+                              double smoothing, bool from_logits, double scale, Tensor& dx);
 
 namespace minidl {
 namespace cpu {

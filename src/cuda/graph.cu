@@ -1,6 +1,9 @@
 // CUDA-graph capture of the library's stream with a private memory pool (see allocator.h) and a Philox
 // offset that advances on the device at every replay (see core/generator.h).
 #include <atomic>
+#include <cerrno>
+#include <cstring>
+#include <fstream>
 
 #include "core/generator.h"
 #include "cuda/allocator.h"
@@ -99,6 +102,13 @@ void CUDAGraph::reset() {
 
 void CUDAGraph::debug_dump(const std::string& path) const {
   MINIDL_CHECK(impl_->graph != nullptr, ValueError, "CUDAGraph::debug_dump: nothing captured");
+  // Opened here first, so that an unwritable path is reported with the system's reason (cudaGraphDebugDotPrint
+  // only says "OS call failed") and is not a failing CUDA call, which compute-sanitizer reports as an error.
+  {
+    std::ofstream probe(path);
+    MINIDL_CHECK(probe.good(), IOError, "CUDAGraph::debug_dump: could not write '", path, "' (", std::strerror(errno),
+                 ")");
+  }
   const cudaError_t err = cudaGraphDebugDotPrint(impl_->graph, path.c_str(), cudaGraphDebugDotFlagsVerbose);
   MINIDL_CHECK(err == cudaSuccess, IOError, "CUDAGraph::debug_dump: could not write '", path, "' (",
                cudaGetErrorString(err), ")");

@@ -12,7 +12,6 @@ On a shared host one run is not enough: on the single-H200 host PyTorch's 2-thre
 run and 68 ms in the next (2026-11-30), minidl's 37.5 and 50.5 ms in two calls.
 """
 import argparse
-import statistics
 import subprocess
 import sys
 

@@ -11,8 +11,11 @@ std::atomic<bool> g_tf32_conv{true};     // PyTorch's defaults: cuDNN may use TF
 std::atomic<bool> g_tf32_matmul{false};
 std::atomic<bool> g_deterministic{false};
 // On unless the environment says MINIDL_CUDNN_BENCHMARK=0 (scripts/cuda-sanitize.sh does, see cuda.h).
-std::atomic<bool> g_cudnn_benchmark{std::getenv("MINIDL_CUDNN_BENCHMARK") == nullptr ||
-                                    std::strcmp(std::getenv("MINIDL_CUDNN_BENCHMARK"), "0") != 0};
+bool cudnn_benchmark_from_env() {
+  const char* env = std::getenv("MINIDL_CUDNN_BENCHMARK");
+  return env == nullptr || std::strcmp(env, "0") != 0;
+}
+std::atomic<bool> g_cudnn_benchmark{cudnn_benchmark_from_env()};
 }  // namespace
 
 namespace cuda {

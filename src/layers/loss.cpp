@@ -29,42 +29,31 @@ void check_classification(const Tensor& input, const Tensor& target, const char*
                target.device());
 }
 
-/// Per-sample losses from log-probabilities, with the backward rule of either cross_entropy (from logits)
-/// or nll_loss (from log-probabilities).
-Tensor per_sample_loss(const Tensor& input, const Tensor& log_probs, const Tensor& target, double smoothing,
-                       bool from_logits, const char* name) {
-  Tensor losses = ops::empty_as({input.size(0)}, input);
-  MINIDL_ON_BACKEND(input.device(), cross_entropy_loss(log_probs, target, smoothing, losses));
-  return autograd::record(losses, name, {input}, [=](const Tensor& g) {
-    Tensor dx = ops::empty_as(log_probs.sizes(), g);
-    MINIDL_ON_BACKEND(g.device(), cross_entropy_backward(log_probs, target, g, smoothing, from_logits, 1.0, dx));
-    return std::vector<Tensor>{dx};
-  });
-}
-
-/// The loss reduced (mean or sum) in the same pass, and a backward that scales in the same pass too: per-sample
-/// losses, then sum, then scale forward, and scale, expand, then the rule backward, were seven kernels of the
-/// example's GPU step where this takes two (measured under Nsight Compute on the H200, 2026-11-30).
-Tensor reduced_loss(const Tensor& input, const Tensor& log_probs, const Tensor& target, double smoothing,
-                    bool from_logits, Reduction reduction, const char* name) {
+/// cross_entropy and nll_loss from log-probabilities (the backward rule of either: from logits, or from the
+/// log-probabilities themselves): per sample, or reduced (mean or sum) in the loss's own pass, with a backward
+/// that scales in its own pass too. Per-sample losses, then sum, then scale forward, and scale, expand, then the
+/// rule backward, were seven kernels of the example's GPU step where the reduced loss takes two (measured under
+/// Nsight Compute on the H200, 2026-11-30).
+Tensor loss_from_log_probs(const Tensor& input, const Tensor& log_probs, const Tensor& target, double smoothing,
+                           bool from_logits, Reduction reduction, const char* name) {
   const std::int64_t n = input.size(0);
-  MINIDL_CHECK(reduction != Reduction::Mean || n > 0, ValueError, from_logits ? "cross_entropy" : "nll_loss",
-               ": the mean over a batch of 0 samples is undefined");
-  const double scale = reduction == Reduction::Mean ? 1.0 / static_cast<double>(n) : 1.0;
-  Tensor loss = ops::empty_as({}, input);
-  MINIDL_ON_BACKEND(input.device(), cross_entropy_loss_sum(log_probs, target, smoothing, scale, loss));
+  double scale = 1.0;
+  Tensor loss;
+  if (reduction == Reduction::None) {
+    loss = ops::empty_as({n}, input);
+    MINIDL_ON_BACKEND(input.device(), cross_entropy_loss(log_probs, target, smoothing, loss));
+  } else {
+    MINIDL_CHECK(reduction != Reduction::Mean || n > 0, ValueError, from_logits ? "cross_entropy" : "nll_loss",
+                 ": the mean over a batch of 0 samples is undefined");
+    if (reduction == Reduction::Mean) scale = 1.0 / static_cast<double>(n);
+    loss = ops::empty_as({}, input);
+    MINIDL_ON_BACKEND(input.device(), cross_entropy_loss_sum(log_probs, target, smoothing, scale, loss));
+  }
   return autograd::record(loss, name, {input}, [=](const Tensor& g) {
     Tensor dx = ops::empty_as(log_probs.sizes(), g);
     MINIDL_ON_BACKEND(g.device(), cross_entropy_backward(log_probs, target, g, smoothing, from_logits, scale, dx));
     return std::vector<Tensor>{dx};
   });
-}
-
-/// cross_entropy and nll_loss from log-probabilities: per sample, or reduced in the loss's own pass.
-Tensor loss_from_log_probs(const Tensor& input, const Tensor& log_probs, const Tensor& target, double smoothing,
-                           bool from_logits, Reduction reduction, const char* name) {
-  if (reduction == Reduction::None) return per_sample_loss(input, log_probs, target, smoothing, from_logits, name);
-  return reduced_loss(input, log_probs, target, smoothing, from_logits, reduction, name);
 }
 
 }  // namespace

@@ -30,8 +30,10 @@
 #include <iostream>
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "cuda/context.h"
+#include "cuda/conv2d_staged.h"
 #include "kernels/layer_kernels.h"
 #include "kernels/backend.h"
 #include "op_cases.h"
@@ -176,6 +178,36 @@ void BM_relu(benchmark::State& state, minidl::kernels::Conv2dParams (*conv)(std:
   });
 }
 
+/// minidl's staged TF32 kernel for conv2, called directly at band choice state.range(1) (an index into
+/// staged_band_choices(), which the search times one by one): what each choice costs, whichever the search keeps.
+void BM_staged(benchmark::State& state, Pass pass) {
+  guarded(state, [&] {
+    const minidl::kernels::Conv2dParams p = minidl::bench::conv2(state.range(0));
+    const gpu::ConvPass which = pass == Pass::Forward ? gpu::ConvPass::kForward : gpu::ConvPass::kBackwardInput;
+    const std::vector<int> choices = gpu::staged_band_choices(p, which);
+    if (state.range(1) >= static_cast<std::int64_t>(choices.size())) {
+      state.SkipWithError("no such band choice for this shape");
+      return;
+    }
+    const int bands = choices[static_cast<std::size_t>(state.range(1))];
+    minidl::manual_seed(0);
+    const minidl::Tensor x = minidl::randn({p.N, p.C, p.H, p.W}, kDevice), w = minidl::randn({p.K, p.C, p.R, p.S}, kDevice);
+    const minidl::Tensor b = minidl::randn({p.K}, kDevice), dy = minidl::randn({p.N, p.K, p.P, p.Q}, kDevice);
+    minidl::Tensor y = minidl::empty_like(dy), dx = minidl::empty_like(x);
+    const double flops = 2.0 * static_cast<double>(p.N * p.K * p.P * p.Q * p.C * p.R * p.S);
+    const double bytes = 4.0 * static_cast<double>(x.numel() + w.numel() + dy.numel());
+    time_on_device(state, Cost{flops, bytes}, kTf32, [&] {
+      if (pass == Pass::Forward) {
+        gpu::staged_conv2d_forward(p, x.data_ptr<float>(), w.data_ptr<float>(), b.data_ptr<float>(),
+                                   y.data_ptr<float>(), minidl::kernels::Activation::Relu, bands);
+      } else {
+        gpu::staged_conv2d_backward_input(p, dy.data_ptr<float>(), w.data_ptr<float>(), dx.data_ptr<float>(), bands);
+      }
+    });
+    state.counters["bands"] = bands;
+  });
+}
+
 void compute_args(benchmark::internal::Benchmark* b) {
   b->ArgNames({"batch", "tf32"})->ArgsProduct({{64, 256}, {0, 1}});
   b->UseManualTime()->Iterations(kSamples)->Unit(benchmark::kMicrosecond);
@@ -230,6 +262,15 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("conv2" + name).c_str(), conv, conv2, pass)->Apply(compute_args);
     benchmark::RegisterBenchmark(("fc1" + name).c_str(), linear, minidl::bench::fc1, pass)->Apply(compute_args);
     benchmark::RegisterBenchmark(("fc2" + name).c_str(), linear, minidl::bench::fc2, pass)->Apply(compute_args);
+  }
+  for (Pass pass : {Pass::Forward, Pass::BackwardInput}) {
+    benchmark::RegisterBenchmark(pass == Pass::Forward ? "conv2/staged_forward" : "conv2/staged_backward_input",
+                                 BM_staged, pass)
+        ->ArgNames({"batch", "choice"})
+        ->ArgsProduct({{64, 256}, {0, 1, 2}})
+        ->UseManualTime()
+        ->Iterations(kSamples)
+        ->Unit(benchmark::kMicrosecond);
   }
   benchmark::RegisterBenchmark("max_pool/forward", BM_max_pool, Pass::Forward)->Apply(memory_args);
   benchmark::RegisterBenchmark("max_pool/backward", BM_max_pool, Pass::BackwardInput)->Apply(memory_args);

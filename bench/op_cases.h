@@ -7,6 +7,7 @@
 
 #include <cstdint>
 
+#include "kernels/elementwise.h"
 #include "kernels/params.h"
 
 namespace minidl {
@@ -23,7 +24,8 @@ struct Cost {
 
 /// The float kernels the cases call, as both backends declare them (kernels/layer_kernels.h).
 struct Backend {
-  void (*conv_forward)(const kernels::Conv2dParams&, const float* x, const float* w, const float* bias, float* y);
+  void (*conv_forward)(const kernels::Conv2dParams&, const float* x, const float* w, const float* bias, float* y,
+                       kernels::Activation act);
   void (*conv_backward_input)(const kernels::Conv2dParams&, const float* dy, const float* w, float* dx);
   void (*conv_backward_weight)(const kernels::Conv2dParams&, const float* x, const float* dy, float* dw,
                                float* dbias);
@@ -80,11 +82,13 @@ class ConvCase {
         dw_(empty_like(w_)),
         db_(empty_like(b_)) {}
 
-  /// As the layer runs it: forward with the bias, backward-weight with the bias gradient.
+  /// As the example's layer runs it: forward with the bias and the fused ReLU, backward-weight with the bias
+  /// gradient.
   void run(const Backend& k, Pass pass) {
     switch (pass) {
       case Pass::Forward:
-        k.conv_forward(p_, x_.data_ptr<float>(), w_.data_ptr<float>(), b_.data_ptr<float>(), y_.data_ptr<float>());
+        k.conv_forward(p_, x_.data_ptr<float>(), w_.data_ptr<float>(), b_.data_ptr<float>(), y_.data_ptr<float>(),
+                       kernels::Activation::Relu);
         break;
       case Pass::BackwardInput:
         k.conv_backward_input(p_, dy_.data_ptr<float>(), w_.data_ptr<float>(), dx_.data_ptr<float>());

@@ -119,10 +119,18 @@ TYPED_TEST(CpuKernels, Conv2dMatchesReference) {
     const auto x = uniform<T>(xs, rng), w = uniform<T>(ws, rng), b = uniform<T>(p.K, rng), dy = uniform<T>(ys, rng);
     const T* bias = c.bias ? b.data() : nullptr;
 
-    auto y = nans<T>(ys), y_ref = nans<T>(ys);
-    cpu::conv2d_forward(p, x.data(), w.data(), bias, y.data());
+    auto y = nans<T>(ys), y_ref = nans<T>(ys), y_relu = nans<T>(ys);
+    cpu::conv2d_forward(p, x.data(), w.data(), bias, y.data(), kernels::Activation::None);
     ref::conv2d_forward(p, x.data(), w.data(), bias, y_ref.data());
     expect_all_close(y, y_ref, "y");
+    // The fused ReLU: the same sums, so exactly Relu of each plain output (and some outputs are negative).
+    cpu::conv2d_forward(p, x.data(), w.data(), bias, y_relu.data(), kernels::Activation::Relu);
+    int negatives = 0;
+    for (std::int64_t i = 0; i < ys; ++i) {
+      negatives += y[i] < 0;
+      ASSERT_EQ(y_relu[i], kernels::Relu<T>{T(0)}(y[i])) << "element " << i;
+    }
+    EXPECT_GT(negatives, 0);
 
     auto dx = nans<T>(xs), dx_ref = nans<T>(xs);
     cpu::conv2d_backward_input(p, dy.data(), w.data(), dx.data());
@@ -172,10 +180,10 @@ TEST(CpuConv2d, RejectsInvalidParams) {
   kernels::Conv2dParams p;
   p.N = 1, p.C = 3, p.H = 5, p.W = 5, p.K = 4, p.R = 3, p.S = 3;
   std::vector<float> x(75), w(108), y(100);
-  EXPECT_THROW(cpu::conv2d_forward<float>(p, x.data(), w.data(), nullptr, y.data()), ValueError);  // not finalized
+  EXPECT_THROW(cpu::conv2d_forward<float>(p, x.data(), w.data(), nullptr, y.data(), kernels::Activation::None), ValueError);  // not finalized
   p.groups = 2;  // 4 output channels divide, 3 input channels do not
   p.finalize("test conv");
-  EXPECT_THROW(cpu::conv2d_forward<float>(p, x.data(), w.data(), nullptr, y.data()), ValueError);
+  EXPECT_THROW(cpu::conv2d_forward<float>(p, x.data(), w.data(), nullptr, y.data(), kernels::Activation::None), ValueError);
 }
 
 // ---- pooling -----------------------------------------------------------------------------------------------

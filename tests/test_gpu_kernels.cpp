@@ -230,14 +230,32 @@ constexpr ConvTolerance full_precision() {
   return {Tolerance<T>::rtol, Tolerance<T>::atol, std::is_same<T, float>::value ? 2e-5 : Tolerance<T>::sum_rtol};
 }
 
-/// Runs the three GPU passes of `prob` and compares them with the references.
+/// The fused ReLU epilogue (conv2d_forward with Activation::Relu) against the same kernel's plain output: the
+/// same accumulation, so every element must be exactly Relu of the plain one.
+template <class T>
+void expect_relu_of(const std::vector<T>& plain, const std::vector<T>& fused) {
+  ASSERT_EQ(plain.size(), fused.size());
+  int negatives = 0;
+  for (std::size_t i = 0; i < plain.size(); ++i) {
+    negatives += plain[i] < 0;
+    ASSERT_EQ(fused[i], kernels::Relu<T>{T(0)}(plain[i])) << "element " << i << " of " << plain.size();
+  }
+  EXPECT_GT(negatives, 0) << "the inputs should give negative outputs for the ReLU to act on";
+}
+
+constexpr kernels::Activation kNoAct = kernels::Activation::None, kRelu = kernels::Activation::Relu;
+
+/// Runs the three GPU passes of `prob` and compares them with the references; the forward also with the
+/// fused ReLU.
 template <class T>
 void check_conv(const ConvProblem<T>& prob, const ConvTolerance& tol) {
   const kernels::Conv2dParams& p = prob.p;
   const DeviceBuffer<T> x(prob.x), w(prob.w), b(prob.b), dy(prob.dy);
-  DeviceBuffer<T> y(prob.ys), dx(prob.xs), dw(prob.ws), db(p.K);
-  gpu::conv2d_forward<T>(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y.get());
+  DeviceBuffer<T> y(prob.ys), y_relu(prob.ys), dx(prob.xs), dw(prob.ws), db(p.K);
+  gpu::conv2d_forward<T>(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y.get(), kNoAct);
   expect_all_close(y.host(), prob.y_ref, "y", tol.rtol, tol.atol, &prob.y_mag, tol.sum_rtol);
+  gpu::conv2d_forward<T>(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y_relu.get(), kRelu);
+  expect_relu_of(y.host(), y_relu.host());
   gpu::conv2d_backward_input<T>(p, dy.get(), w.get(), dx.get());
   expect_all_close(dx.host(), prob.dx_ref, "dx", tol.rtol, tol.atol, &prob.dx_mag, tol.sum_rtol);
   gpu::conv2d_backward_weight<T>(p, x.get(), dy.get(), dw.get(), prob.bias ? db.get() : nullptr);
@@ -316,7 +334,7 @@ TEST_F(GpuTest, Conv2dFirstSeenDuringGraphCapture) {
       cudaGraph_t graph = nullptr;
       MINIDL_CUDA_CHECK(cudaStreamBeginCapture(gpu::stream(), cudaStreamCaptureModeRelaxed));
       try {
-        gpu::conv2d_forward<float>(prob.p, x.get(), w.get(), b.get(), y.get());
+        gpu::conv2d_forward<float>(prob.p, x.get(), w.get(), b.get(), y.get(), kNoAct);
       } catch (const std::exception& e) {
         (void)cudaStreamEndCapture(gpu::stream(), &graph);
         if (graph) cudaGraphDestroy(graph);
@@ -359,9 +377,11 @@ TEST_F(GpuTest, ImplicitGemmConv2dMatchesReference) {
     const DeviceBuffer<float> x(prob.x), w(prob.w), b(prob.b), dy(prob.dy);
     if (gpu::igemm_supports(p, gpu::ConvPass::kForward)) {
       ++covered[0];
-      DeviceBuffer<float> y(prob.ys);
-      gpu::igemm_conv2d_forward(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y.get());
+      DeviceBuffer<float> y(prob.ys), y_relu(prob.ys);
+      gpu::igemm_conv2d_forward(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y.get(), kNoAct);
       expect_all_close(y.host(), prob.y_ref, "y", kTf32.rtol, kTf32.atol, &prob.y_mag, kTf32.sum_rtol);
+      gpu::igemm_conv2d_forward(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y_relu.get(), kRelu);
+      expect_relu_of(y.host(), y_relu.host());
     }
     if (gpu::igemm_supports(p, gpu::ConvPass::kBackwardInput)) {
       ++covered[1];
@@ -408,11 +428,13 @@ TEST_F(GpuTest, StagedConv2dMatchesReference) {
     for (int bands : gpu::staged_band_choices(p, gpu::ConvPass::kForward)) {
       SCOPED_TRACE(::testing::Message() << bands << " bands (forward)");
       ++covered[0];
-      DeviceBuffer<float> y1(prob.ys), y2(prob.ys);
-      gpu::staged_conv2d_forward(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y1.get(), bands);
+      DeviceBuffer<float> y1(prob.ys), y2(prob.ys), y_relu(prob.ys);
+      gpu::staged_conv2d_forward(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y1.get(), kNoAct, bands);
       expect_all_close(y1.host(), prob.y_ref, "y", kTf32.rtol, kTf32.atol, &prob.y_mag, kTf32.sum_rtol);
-      gpu::staged_conv2d_forward(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y2.get(), bands);
+      gpu::staged_conv2d_forward(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y2.get(), kNoAct, bands);
       EXPECT_EQ(y1.host(), y2.host());  // no atomics: bitwise repeatable
+      gpu::staged_conv2d_forward(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y_relu.get(), kRelu, bands);
+      expect_relu_of(y1.host(), y_relu.host());
     }
     for (int bands : gpu::staged_band_choices(p, gpu::ConvPass::kBackwardInput)) {
       SCOPED_TRACE(::testing::Message() << bands << " bands (input gradient)");
@@ -459,8 +481,8 @@ TEST_F(GpuTest, StagedRejectsABandCountItDidNotOffer) {
   p.finalize("test conv");
   const DeviceBuffer<float> x(2 * 4 * 81), w(6 * 4 * 9);  // never read: the launch is refused first
   DeviceBuffer<float> y(2 * 6 * 49);
-  EXPECT_THROW(gpu::staged_conv2d_forward(p, x.get(), w.get(), nullptr, y.get(), 0), ValueError);
-  EXPECT_THROW(gpu::staged_conv2d_forward(p, x.get(), w.get(), nullptr, y.get(), 8), ValueError);  // 7 rows
+  EXPECT_THROW(gpu::staged_conv2d_forward(p, x.get(), w.get(), nullptr, y.get(), kNoAct, 0), ValueError);
+  EXPECT_THROW(gpu::staged_conv2d_forward(p, x.get(), w.get(), nullptr, y.get(), kNoAct, 8), ValueError);  // 7 rows
 }
 
 // Through the public entry points with TF32 on: whichever of cuDNN and the own kernel the search picks per
@@ -522,9 +544,11 @@ TYPED_TEST(GpuKernels, DirectConv2dMatchesReference) {
     if (!gpu::direct_conv_supports(p)) continue;
     ++covered;
     const DeviceBuffer<T> x(prob.x), w(prob.w), b(prob.b), dy(prob.dy);
-    DeviceBuffer<T> y(prob.ys), dw1(prob.ws), dw2(prob.ws);
-    gpu::direct_conv2d_forward<T>(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y.get());
+    DeviceBuffer<T> y(prob.ys), y_relu(prob.ys), dw1(prob.ws), dw2(prob.ws);
+    gpu::direct_conv2d_forward<T>(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y.get(), kNoAct);
     expect_all_close(y.host(), prob.y_ref, "y", tol.rtol, tol.atol, &prob.y_mag, tol.sum_rtol);
+    gpu::direct_conv2d_forward<T>(p, x.get(), w.get(), prob.bias ? b.get() : nullptr, y_relu.get(), kRelu);
+    expect_relu_of(y.host(), y_relu.host());
     gpu::direct_conv2d_backward_weight<T>(p, x.get(), dy.get(), dw1.get());
     expect_all_close(dw1.host(), prob.dw_ref, "dw", tol.rtol, tol.atol, &prob.dw_mag, tol.sum_rtol);
     // Partial sums are added in a fixed order.
@@ -609,13 +633,13 @@ TEST_F(GpuTest, Conv2dRejectsInvalidParams) {
   p.N = 1, p.C = 3, p.H = 5, p.W = 5, p.K = 4, p.R = 3, p.S = 3;
   DeviceBuffer<float> x(75), w(108), y(100);
   // Not finalized: the output size 0x0 disagrees with the shape.
-  EXPECT_THROW(gpu::conv2d_forward<float>(p, x.get(), w.get(), nullptr, y.get()), ValueError);
+  EXPECT_THROW(gpu::conv2d_forward<float>(p, x.get(), w.get(), nullptr, y.get(), kNoAct), ValueError);
   p.groups = 2;  // 4 output channels divide, 3 input channels do not
   p.finalize("test conv");
-  EXPECT_THROW(gpu::conv2d_forward<float>(p, x.get(), w.get(), nullptr, y.get()), ValueError);
+  EXPECT_THROW(gpu::conv2d_forward<float>(p, x.get(), w.get(), nullptr, y.get(), kNoAct), ValueError);
   p.groups = 1;
   p.finalize("test conv");
-  EXPECT_THROW(gpu::conv2d_forward<float>(p, nullptr, w.get(), nullptr, y.get()), ValueError);
+  EXPECT_THROW(gpu::conv2d_forward<float>(p, nullptr, w.get(), nullptr, y.get(), kNoAct), ValueError);
 }
 
 // ---- pooling -----------------------------------------------------------------------------------------------

@@ -199,6 +199,8 @@ TEST(LayersGpu, Linear) {
     compare_module("Linear(7, 5) 3-D input" + b, make, rnd({2, 3, 7}), kSumRtol);
   }
   compare_module("Linear(300, 129) batch 33", [] { return nn::Linear(300, 129).ptr(); }, rnd({33, 300}), kSumRtol);
+  compare_module("LinearReLU(300, 129) batch 33", [] { return nn::LinearReLU(300, 129).ptr(); }, rnd({33, 300}),
+                 kSumRtol);
 }
 
 TEST(LayersGpu, Conv2d) {
@@ -233,6 +235,9 @@ TEST(LayersGpu, Conv2d) {
     std::ostringstream what;
     make()->pretty_print(what);
     compare_module(what.str() + detail::str(" batch ", c.n), make, rnd({c.n, c.c, 7, 5}), kSumRtol);
+    const auto make_fused = [&make] { return nn::ConvReLU2d(make()->options).ptr(); };
+    compare_module("fused ReLU, " + what.str() + detail::str(" batch ", c.n), make_fused, rnd({c.n, c.c, 7, 5}),
+                   kSumRtol);
   }
 }
 

@@ -79,6 +79,17 @@ TEST(LayersGradcheck, Linear) {
   }
 }
 
+// The fused Linear + ReLU (a random pre-activation lands within gradcheck's step of the kink with probability
+// about 1e-6 per element).
+TEST(LayersGradcheck, LinearReLU) {
+  for (bool bias : {true, false}) {
+    const std::string b = bias ? "with bias" : "without bias";
+    check_module("LinearReLU(4, 5) " + b, nn::LinearReLU(nn::LinearOptions(4, 5).bias(bias)).ptr(), rnd({3, 4}));
+    check_module("LinearReLU(4, 5) 3-D input " + b, nn::LinearReLU(nn::LinearOptions(4, 5).bias(bias)).ptr(),
+                 rnd({2, 3, 4}));
+  }
+}
+
 TEST(LayersGradcheck, LinearOnlyParameters) {
   // The input does not require grad: only the weight and bias paths of the backward run.
   nn::Linear fc(3, 2);
@@ -120,6 +131,8 @@ TEST(LayersGradcheck, Conv2d) {
                         .groups(cc.groups)
                         .bias(cc.bias));
     check_module(conv_str(cc), conv.ptr(), rnd({cc.n, cc.c, 7, 5}));
+    nn::ConvReLU2d fused(conv->options);
+    check_module("fused ReLU " + conv_str(cc), fused.ptr(), rnd({cc.n, cc.c, 7, 5}));
   }
 }
 

@@ -22,11 +22,11 @@ NetImpl::NetImpl()
 }
 
 minidl::Tensor NetImpl::forward(const minidl::Tensor& input) {
-  minidl::Tensor x = F::relu(conv1(input));
-  x = F::relu(conv2(x));
+  minidl::Tensor x = conv1(input);  // each with its ReLU
+  x = conv2(x);
   x = F::max_pool2d(x, 2);
   x = dropout1(x).flatten(1);
-  x = F::relu(fc1(x));
+  x = fc1(x);
   return fc2(dropout2(x));
 }
 

@@ -39,6 +39,7 @@ namespace minidl {
 namespace cpu {
 namespace {
 
+using kernels::Activation;
 using kernels::Conv2dParams;
 using Index = std::int64_t;
 
@@ -170,15 +171,20 @@ void col2im_add(const Conv2dParams& p, Index Cg, const T* col, T* x) {
   });
 }
 
-/// Y = the valid columns of the wide output (row k, output row oh at k * wide + oh * Wp) plus the bias.
+/// Y = act(the valid columns of the wide output (row k, output row oh at k * wide + oh * Wp) plus the bias).
 template <class T>
-void copy_out(const Conv2dParams& p, const Geometry& g, const T* __restrict wide, const T* bias, T* __restrict y) {
+void copy_out(const Conv2dParams& p, const Geometry& g, const T* __restrict wide, const T* bias, Activation act,
+              T* __restrict y) {
   for (Index k = 0; k < g.Kg; ++k) {
     const T b = bias ? bias[k] : T(0);
     for (Index oh = 0; oh < p.P; ++oh) {
       const T* src = wide + k * g.wide + oh * g.Wp;
       T* dst = y + k * g.PQ + oh * p.Q;
-      for (Index ow = 0; ow < p.Q; ++ow) dst[ow] = src[ow] + b;
+      if (act == Activation::Relu) {
+        for (Index ow = 0; ow < p.Q; ++ow) dst[ow] = kernels::Relu<T>{T(0)}(src[ow] + b);
+      } else {
+        for (Index ow = 0; ow < p.Q; ++ow) dst[ow] = src[ow] + b;
+      }
     }
   }
 }
@@ -186,7 +192,7 @@ void copy_out(const Conv2dParams& p, const Geometry& g, const T* __restrict wide
 }  // namespace
 
 template <class T>
-void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y) {
+void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, Activation act) {
   const Geometry g = geometry(p, "conv2d_forward");
   parallel_for(p.N * p.groups, g.cost, [&](Index begin, Index end) {
     // Implicit: the GEMM writes the wide output, whose valid columns are copied out with the bias added.
@@ -202,7 +208,7 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
       if (g.implicit) {
         const MatrixView<const T> taps{tap_source(p, g, xb), 0, 1, g.taps.data()};
         gemm<T>({g.Kg, g.wide, g.CRS, {wg, g.CRS, 1}, taps, {out, g.wide, 1}, false});
-        copy_out(p, g, out, bg, yb);
+        copy_out(p, g, out, bg, act, yb);
         continue;
       }
       if (!g.direct) im2col(p, g.Cg, xb, col);
@@ -210,6 +216,11 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
         for (Index k = 0; k < g.Kg; ++k) std::fill(yb + k * g.PQ, yb + (k + 1) * g.PQ, bg[k]);
       }
       gemm<T>({g.Kg, g.PQ, g.CRS, {wg, g.CRS, 1}, {g.direct ? xb : col, g.PQ, 1}, {yb, g.PQ, 1}, bg != nullptr});
+      // The image's outputs are still in cache: the activation is a cheap second pass over them.
+      if (act == Activation::Relu) {
+        Eigen::Map<Eigen::Array<T, Eigen::Dynamic, 1>> out_block(yb, g.Kg * g.PQ);
+        out_block = out_block.unaryExpr(kernels::Relu<T>{T(0)});
+      }
     }
   });
 }
@@ -300,7 +311,7 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
 }
 
 #define MINIDL_INSTANTIATE_CONV2D(T)                                                                          \
-  template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*);                     \
+  template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, Activation);                     \
   template void conv2d_backward_input<T>(const Conv2dParams&, const T*, const T*, T*);                        \
   template void conv2d_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*);
 MINIDL_INSTANTIATE_CONV2D(float)

@@ -8,6 +8,7 @@
 #include <utility>
 
 #include "core/generator.h"
+#include "cuda/activation.h"
 #include "cuda/context.h"
 #include "kernels/backend.h"
 #include "kernels/dispatch_types.h"
@@ -386,6 +387,15 @@ void unary(kernels::UnaryOp op, double alpha, const Tensor& x, Tensor& out) {
   });
   MINIDL_CUDA_KERNEL_CHECK();
 }
+
+template <class T>
+void activate_in_place(kernels::Activation act, T* y, i64 n) {
+  if (act == kernels::Activation::None || n == 0) return;
+  unary_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(y, y, n, kernels::Relu<T>{T(0)});
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+template void activate_in_place<float>(kernels::Activation, float*, i64);
+template void activate_in_place<double>(kernels::Activation, double*, i64);
 
 void binary(kernels::BinaryOp op, double alpha, const Tensor& a, const Tensor& b, Tensor& out) {
   const i64 n = out.numel();

@@ -23,6 +23,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "cuda/activation.h"
 #include "cuda/context.h"
 #include "cuda/conv2d_direct.h"
 #include "cuda/conv2d_igemm.h"
@@ -334,13 +335,15 @@ void require_pointers(bool all_set, Pass pass) {
 
 // cuDNN's run of each pass with algorithm `a` (the math type is already set on the plan's descriptor).
 template <class T>
-void cudnn_forward(const Plan& pl, const Algorithm& a, const T* x, const T* w, const T* bias, T* y) {
+void cudnn_forward(const Plan& pl, const Algorithm& a, const T* x, const T* w, const T* bias, T* y,
+                   kernels::Activation act, std::int64_t y_size) {
   const T one = 1, zero = 0;
   const Workspace ws(a.workspace_bytes, "the cuDNN workspace");
   MINIDL_CUDNN_CHECK(cudnnConvolutionForward(cudnn(), &one, pl.x.get(), x, pl.w.get(), w, pl.conv[kForward].get(),
                                              static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws.get(),
                                              a.workspace_bytes, &zero, pl.y.get(), y));
   if (bias) MINIDL_CUDNN_CHECK(cudnnAddTensor(cudnn(), &one, pl.bias.get(), bias, &one, pl.y.get(), y));
+  activate_in_place(act, y, y_size);
 }
 template <class T>
 void cudnn_backward_input(const Plan& pl, const Algorithm& a, const T* dy, const T* w, T* dx) {
@@ -374,8 +377,9 @@ Algorithm retime(Algorithm a, const Settings& s, Launch launch) {
 }  // namespace
 
 template <class T>
-void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y) {
+void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, kernels::Activation act) {
   require_pointers(x && w && y, kForward);
+  const std::int64_t y_size = p.N * p.K * p.P * p.Q;
   cudnnHandle_t h = cudnn();
   const Plan& plan = prepare<T>(p, kForward, [&](Plan& pl, const Settings& s) {
     const ConvolutionDescriptor& conv = pl.conv[kForward];
@@ -393,23 +397,23 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
           MINIDL_CUDNN_CHECK(
               cudnnGetConvolutionForwardAlgorithm_v7(h, pl.x.get(), pl.w.get(), conv.get(), pl.y.get(), n, got, r));
         });
-    best = retime(best, s, [&] { cudnn_forward(pl, best, x, w, bias, y); });
+    best = retime(best, s, [&] { cudnn_forward(pl, best, x, w, bias, y, act, y_size); });
     if constexpr (std::is_same<T, float>::value) {
       best = consider_own(best, s, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kForward, s),
-                          [&] { igemm_conv2d_forward(p, x, w, bias, y); });
+                          [&] { igemm_conv2d_forward(p, x, w, bias, y, act); });
       best = consider_staged(best, p, ConvPass::kForward, s,
-                             [&](int bands) { staged_conv2d_forward(p, x, w, bias, y, bands); });
+                             [&](int bands) { staged_conv2d_forward(p, x, w, bias, y, act, bands); });
     }
     return consider_own(best, s, Impl::kDirect, direct_conv_supports(p),
-                        [&] { direct_conv2d_forward(p, x, w, bias, y); });
+                        [&] { direct_conv2d_forward(p, x, w, bias, y, act); });
   });
   const Algorithm& a = plan.algo[kForward];
-  if (a.impl == Impl::kDirect) return direct_conv2d_forward(p, x, w, bias, y);
+  if (a.impl == Impl::kDirect) return direct_conv2d_forward(p, x, w, bias, y, act);
   if constexpr (std::is_same<T, float>::value) {
-    if (a.impl == Impl::kImplicitGemm) return igemm_conv2d_forward(p, x, w, bias, y);
-    if (a.impl == Impl::kStaged) return staged_conv2d_forward(p, x, w, bias, y, a.bands);
+    if (a.impl == Impl::kImplicitGemm) return igemm_conv2d_forward(p, x, w, bias, y, act);
+    if (a.impl == Impl::kStaged) return staged_conv2d_forward(p, x, w, bias, y, act, a.bands);
   }
-  cudnn_forward(plan, a, x, w, bias, y);
+  cudnn_forward(plan, a, x, w, bias, y, act, y_size);
 }
 
 template <class T>
@@ -493,7 +497,7 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
 }
 
 #define MINIDL_INSTANTIATE_CONV2D(T)                                                                     \
-  template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*);               \
+  template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, kernels::Activation);               \
   template void conv2d_backward_input<T>(const Conv2dParams&, const T*, const T*, T*);                  \
   template void conv2d_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*);
 MINIDL_INSTANTIATE_CONV2D(float)

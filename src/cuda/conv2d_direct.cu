@@ -90,7 +90,8 @@ __device__ __forceinline__ void gather(const Geometry& g, const Tap* taps, const
 template <class T, int B>
 __global__ void __launch_bounds__(kThreads) direct_forward_kernel(Geometry g, int blocks_per_image,
                                                                   const T* __restrict__ x, const T* __restrict__ w,
-                                                                  const T* __restrict__ bias, T* __restrict__ y) {
+                                                                  const T* __restrict__ bias, kernels::Activation act,
+                                                                  T* __restrict__ y) {
   __shared__ Tap taps[B];
   extern __shared__ __align__(16) unsigned char smem[];
   T* weights = reinterpret_cast<T*>(smem);  // K × B, zero past g.taps
@@ -113,7 +114,7 @@ __global__ void __launch_bounds__(kThreads) direct_forward_kernel(Geometry g, in
     T acc = bias ? bias[k] : T(0);
 #pragma unroll
     for (int t = 0; t < B; ++t) acc += v[t] * wk[t];
-    out[k * g.PQ] = acc;
+    out[k * g.PQ] = kernels::activate(act, acc);
   }
 }
 
@@ -197,7 +198,7 @@ bool direct_conv_supports(const Conv2dParams& p) {
 }
 
 template <class T>
-void direct_conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y) {
+void direct_conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, kernels::Activation act) {
   const Geometry g = geometry(p);
   const int blocks_per_image = (g.PQ + kThreads - 1) / kThreads;
   const std::int64_t blocks = p.N * blocks_per_image;
@@ -205,7 +206,7 @@ void direct_conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const 
   with_tap_bucket(g.taps, [&](auto bucket) {
     constexpr int B = decltype(bucket)::value;
     direct_forward_kernel<T, B><<<static_cast<unsigned>(blocks), kThreads, sizeof(T) * g.K * B, stream()>>>(
-        g, blocks_per_image, x, w, bias, y);
+        g, blocks_per_image, x, w, bias, act, y);
   });
   MINIDL_CUDA_KERNEL_CHECK();
 }
@@ -231,7 +232,7 @@ void direct_conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* d
 }
 
 #define MINIDL_INSTANTIATE_DIRECT_CONV2D(T)                                                      \
-  template void direct_conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*); \
+  template void direct_conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, kernels::Activation); \
   template void direct_conv2d_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*);
 MINIDL_INSTANTIATE_DIRECT_CONV2D(float)
 MINIDL_INSTANTIATE_DIRECT_CONV2D(double)

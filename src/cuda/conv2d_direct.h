@@ -6,6 +6,7 @@
 // for the weight gradient (2026-11-30), for 25 MFLOP and 5.5 MB of output each.
 // conv2d.cpp offers these kernels as candidates in its per-shape search. Full precision (no TF32), so they
 // serve float and double under every setting, and deterministic: partial sums are added in a fixed order.
+#include "kernels/elementwise.h"
 #include "kernels/params.h"
 
 namespace minidl {
@@ -15,9 +16,10 @@ namespace gpu {
 /// (their weights are staged in shared memory), and every offset within 32 bits except an image's base.
 bool direct_conv_supports(const kernels::Conv2dParams& p);
 
-/// y = conv(x, w) + bias (bias may be null). Same layouts as kernels/layer_kernels.h.
+/// y = act(conv(x, w) + bias) (bias may be null). Same layouts as kernels/layer_kernels.h.
 template <class T>
-void direct_conv2d_forward(const kernels::Conv2dParams& p, const T* x, const T* w, const T* bias, T* y);
+void direct_conv2d_forward(const kernels::Conv2dParams& p, const T* x, const T* w, const T* bias, T* y,
+                           kernels::Activation act);
 
 /// dw = gradient w.r.t. the weight; overwrites dw. Takes a gpu::Workspace for the partial sums.
 template <class T>

@@ -179,7 +179,7 @@ __global__ void __launch_bounds__(kThreads, 2) gather_gemm_kernel(ConvGemm g) {
   for (int c = a_k; c < BN; c += kARows) {
     const int col = n0 + c;
     if (col >= g.N) break;
-    out[col * g.a.plane] = Cs[c * kLdC + a_m] + (g.bias ? __ldg(g.bias + col) : 0.f);
+    out[col * g.a.plane] = kernels::activate(g.act, Cs[c * kLdC + a_m] + (g.bias ? __ldg(g.bias + col) : 0.f));
   }
 #endif
 }
@@ -336,8 +336,9 @@ bool igemm_supports(const Conv2dParams& p, ConvPass pass) {
          fits_int(p.K * p.C * p.R * p.S) && fits_int(p.N * p.P * p.Q + kBM) && fits_int(p.N * p.H * p.W + kBM);
 }
 
-void igemm_conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y) {
-  launch_gather_gemm(forward_gemm(p, x, w, bias, y));
+void igemm_conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
+                          kernels::Activation act) {
+  launch_gather_gemm(forward_gemm(p, x, w, bias, y, act));
 }
 
 void igemm_conv2d_backward_input(const Conv2dParams& p, const float* dy, const float* w, float* dx) {

@@ -4,6 +4,7 @@
 // these kernels gather the im2col operand on the fly (no im2col buffer) and run the products on tensor cores.
 // conv2d.cpp offers them as one more candidate in its per-shape algorithm search, used when TF32 is allowed.
 // All three are deterministic: the weight gradient sums its batch splits in a fixed order.
+#include "kernels/elementwise.h"
 #include "kernels/params.h"
 
 namespace minidl {
@@ -15,8 +16,9 @@ enum class ConvPass { kForward, kBackwardInput, kBackwardWeight };
 /// 32-bit integers, and for the input gradient stride 1.
 bool igemm_supports(const kernels::Conv2dParams& p, ConvPass pass);
 
-/// y = conv(x, w) + bias (bias may be null). Same layouts as kernels/layer_kernels.h.
-void igemm_conv2d_forward(const kernels::Conv2dParams& p, const float* x, const float* w, const float* bias, float* y);
+/// y = act(conv(x, w) + bias) (bias may be null). Same layouts as kernels/layer_kernels.h.
+void igemm_conv2d_forward(const kernels::Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
+                          kernels::Activation act);
 /// dx = gradient of the convolution w.r.t. x; overwrites dx.
 void igemm_conv2d_backward_input(const kernels::Conv2dParams& p, const float* dy, const float* w, float* dx);
 /// dw = gradient w.r.t. the weight; overwrites dw. Takes a gpu::Workspace for the partial sums of its splits.

@@ -170,7 +170,8 @@ __global__ void __launch_bounds__(kThreads) staged_gemm_kernel(ConvGemm g, Band 
 #pragma unroll
         for (int e = 0; e < 4; ++e) {
           const int p = pixel[2 * t + e / 2], col = n0 + n * 8 + 2 * quad + e % 2;
-          if (p >= 0 && col < g.N) out[col * a.plane + p] = acc[t][n][e] + (g.bias ? __ldg(g.bias + col) : 0.f);
+          if (p >= 0 && col < g.N)
+            out[col * a.plane + p] = kernels::activate(g.act, acc[t][n][e] + (g.bias ? __ldg(g.bias + col) : 0.f));
         }
   }
 #endif
@@ -300,14 +301,14 @@ std::vector<int> staged_band_choices(const Conv2dParams& p, ConvPass pass) {
       !fits_int(p.N * p.C * p.H * p.W) || !fits_int(p.N * p.K * p.P * p.Q) || !fits_int(p.N * 4)) {
     return {};
   }
-  const ConvGemm g = pass == ConvPass::kForward ? forward_gemm(p, nullptr, nullptr, nullptr, nullptr)
+  const ConvGemm g = pass == ConvPass::kForward ? forward_gemm(p, nullptr, nullptr, nullptr, nullptr, kernels::Activation::None)
                                                 : backward_input_gemm(p, nullptr, nullptr, nullptr);
   return band_choices(g, static_cast<int>(p.N), static_cast<int>(pass == ConvPass::kForward ? p.P : p.H));
 }
 
 void staged_conv2d_forward(const Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
-                           int bands) {
-  launch(forward_gemm(p, x, w, bias, y), static_cast<int>(p.N), static_cast<int>(p.P), bands);
+                           kernels::Activation act, int bands) {
+  launch(forward_gemm(p, x, w, bias, y, act), static_cast<int>(p.N), static_cast<int>(p.P), bands);
 }
 
 void staged_conv2d_backward_input(const Conv2dParams& p, const float* dy, const float* w, float* dx, int bands) {

@@ -8,6 +8,7 @@
 // instead of from global memory), so the inner loop is two table lookups, shared-memory loads and mma.
 // conv2d.cpp offers them as candidates in its per-shape search when TF32 is allowed; float only, deterministic.
 #include "cuda/conv2d_igemm.h"
+#include "kernels/elementwise.h"
 #include "kernels/params.h"
 
 #include <vector>
@@ -22,10 +23,10 @@ namespace gpu {
 /// the weights of 32 output channels plus at least one band of source rows.
 std::vector<int> staged_band_choices(const kernels::Conv2dParams& p, ConvPass pass);
 
-/// y = conv(x, w) + bias (bias may be null), in `bands` blocks per image and 32 output channels (one of
+/// y = act(conv(x, w) + bias) (bias may be null), in `bands` blocks per image and 32 output channels (one of
 /// staged_band_choices). Same layouts as kernels/layer_kernels.h.
 void staged_conv2d_forward(const kernels::Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
-                           int bands);
+                           kernels::Activation act, int bands);
 /// dx = gradient of the convolution w.r.t. x (stride 1); overwrites dx.
 void staged_conv2d_backward_input(const kernels::Conv2dParams& p, const float* dy, const float* w, float* dx, int bands);
 

@@ -9,6 +9,7 @@
 // mirrored (row offset -r·dil instead of +r·dil) and the weight read transposed.
 #include <climits>
 
+#include "kernels/elementwise.h"
 #include "kernels/params.h"
 
 namespace minidl {
@@ -56,12 +57,13 @@ struct Gather {
   }
 };
 
-/// One pass as a GEMM: A gathered by `a`, B(k, col) = w[tap(k).weight + col * w_col], and C(m, col) (+ bias[col])
+/// One pass as a GEMM: A gathered by `a`, B(k, col) = w[tap(k).weight + col * w_col], and act(C(m, col) + bias[col])
 /// written to out[image * out_image + col * a.plane + pixel].
 struct ConvGemm {
   Gather a;
   const float* w;
   const float* bias;  // may be null
+  kernels::Activation act;
   float* out;
   int M, N, K;  // output pixels, output channels, reduction length
   int w_col;
@@ -84,11 +86,12 @@ inline Gather input_gather(const kernels::Conv2dParams& p, const float* x) {
   return a;
 }
 
-/// y = conv(x, w) + bias.
-inline ConvGemm forward_gemm(const kernels::Conv2dParams& p, const float* x, const float* w, const float* bias, float* y) {
+/// y = act(conv(x, w) + bias).
+inline ConvGemm forward_gemm(const kernels::Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
+                             kernels::Activation act) {
   ConvGemm g;
   g.a = input_gather(p, x);
-  g.w = w, g.bias = bias, g.out = y;
+  g.w = w, g.bias = bias, g.act = act, g.out = y;
   g.M = static_cast<int>(p.N * p.P * p.Q), g.N = static_cast<int>(p.K), g.K = static_cast<int>(p.C * p.R * p.S);
   g.w_col = g.K;
   g.out_image = static_cast<int>(p.K * p.P * p.Q);
@@ -109,7 +112,7 @@ inline ConvGemm backward_input_gemm(const kernels::Conv2dParams& p, const float*
   a.channel = static_cast<int>(p.P * p.Q);
   a.r_step = static_cast<int>(-p.dil_h), a.s_step = static_cast<int>(-p.dil_w);
   a.w_channel = static_cast<int>(p.C * p.R * p.S);  // k's weight (k, ., r, s); channel c adds c * RS
-  g.w = w, g.bias = nullptr, g.out = dx;
+  g.w = w, g.bias = nullptr, g.act = kernels::Activation::None, g.out = dx;
   g.M = static_cast<int>(p.N * p.H * p.W), g.N = static_cast<int>(p.C), g.K = static_cast<int>(p.K * p.R * p.S);
   g.w_col = a.RS;
   g.out_image = static_cast<int>(p.C * p.H * p.W);

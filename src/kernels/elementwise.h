@@ -42,6 +42,10 @@ template <class T> struct Log { T a; MINIDL_HD T operator()(T x) const { return 
 template <class T> struct Sqrt { T a; MINIDL_HD T operator()(T x) const { return m_sqrt(x); } };
 template <class T> struct Abs { T a; MINIDL_HD T operator()(T x) const { return m_abs(x); } };
 template <class T> struct Relu { T a; MINIDL_HD T operator()(T x) const { return x > T(0) ? x : T(0); } };
+/// The activation a layer kernel applies to each output after the bias: the epilogue of the fused
+/// convolution + bias + ReLU (nn::ConvReLU2d), evaluated with the same functor as the ReLU op.
+enum class Activation : std::uint8_t { None, Relu };
+template <class T> MINIDL_HD T activate(Activation act, T v) { return act == Activation::Relu ? Relu<T>{T(0)}(v) : v; }
 template <class T> struct LeakyRelu { T a; MINIDL_HD T operator()(T x) const { return x > T(0) ? x : a * x; } };
 template <class T> struct Gelu {
   T a;
@@ -95,12 +99,14 @@ auto visit_unary(UnaryOp op, T alpha, F&& f) {
 
 /// Binary ops. The *Grad ops are the backward rules of activations, written as (grad, saved) -> grad_in.
 enum class BinaryOp : std::uint8_t {
-  First, Add, Sub, Mul, Div, Pow, Maximum, Eq, ReluGrad, LeakyReluGrad, SigmoidGrad, TanhGrad, GeluGrad
+  First, Add, Sub, Mul, Div, Pow, Maximum, Eq, AddRelu, ReluGrad, LeakyReluGrad, SigmoidGrad, TanhGrad, GeluGrad
 };
 
 /// x broadcast to the output's shape (the expand of a gradient).
 template <class T> struct FirstOp { T a; MINIDL_HD T operator()(T x, T) const { return x; } };
 template <class T> struct AddOp { T a; MINIDL_HD T operator()(T x, T y) const { return x + a * y; } };
+/// relu(x + a * y): a bias and the ReLU after it in one pass (nn::LinearReLU).
+template <class T> struct AddReluOp { T a; MINIDL_HD T operator()(T x, T y) const { return Relu<T>{T(0)}(x + a * y); } };
 template <class T> struct SubOp { T a; MINIDL_HD T operator()(T x, T y) const { return x - a * y; } };
 template <class T> struct MulOp { T a; MINIDL_HD T operator()(T x, T y) const { return x * y; } };
 template <class T> struct DivOp { T a; MINIDL_HD T operator()(T x, T y) const { return x / y; } };
@@ -138,6 +144,7 @@ auto visit_binary(BinaryOp op, T alpha, F&& f) {
     case BinaryOp::Pow: return f(PowOp<T>{alpha});
     case BinaryOp::Maximum: return f(MaximumOp<T>{alpha});
     case BinaryOp::Eq: return f(EqOp<T>{alpha});
+    case BinaryOp::AddRelu: return f(AddReluOp<T>{alpha});
     case BinaryOp::ReluGrad: return f(ReluGradOp<T>{alpha});
     case BinaryOp::LeakyReluGrad: return f(LeakyReluGradOp<T>{alpha});
     case BinaryOp::SigmoidGrad: return f(SigmoidGradOp<T>{alpha});

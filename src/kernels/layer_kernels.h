@@ -5,11 +5,13 @@
 // T is float or double. The parameter structs (kernels/params.h) must have been finalize()d.
 #include <cstdint>
 
+#include "kernels/elementwise.h"
 #include "kernels/params.h"
 #include "minidl/config.h"
 
 // Convolution: x N x C x H x W, w K x C/groups x R x S, y N x K x P x Q, bias and dbias K values.
-//   conv2d_forward:          y = conv(x, w) + bias; `bias` may be null.
+//   conv2d_forward:          y = act(conv(x, w) + bias); `bias` may be null; `act` None or Relu (the fused
+//                            nn::ConvReLU2d), applied by the kernel that writes y.
 //   conv2d_backward_input:   dx = gradient w.r.t. x given dy; overwrites dx.
 //   conv2d_backward_weight:  dw (and dbias when not null) = gradients w.r.t. the weight and bias; overwrites them.
 //                            The CPU sums over the batch in an order fixed by the thread count: repeated calls
@@ -33,7 +35,8 @@
 //   batch_norm_backward:      training-mode gradient from the saved statistics; overwrites dx, dgamma, dbeta.
 #define MINIDL_LAYER_KERNEL_DECLARATIONS                                                                        \
   template <class T>                                                                                          \
-  void conv2d_forward(const kernels::Conv2dParams& p, const T* x, const T* w, const T* bias, T* y);           \
+  void conv2d_forward(const kernels::Conv2dParams& p, const T* x, const T* w, const T* bias, T* y,            \
+                      kernels::Activation act);                                                             \
   template <class T>                                                                                          \
   void conv2d_backward_input(const kernels::Conv2dParams& p, const T* dy, const T* w, T* dx);                 \
   template <class T>                                                                                          \

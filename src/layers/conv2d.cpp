@@ -1,6 +1,10 @@
-// conv2d: forward, backward-input and backward-weight kernels (cuDNN on the GPU, im2col + GEMM on the CPU).
+// conv2d and conv2d_relu: forward, backward-input and backward-weight kernels (cuDNN or own kernels on the GPU,
+// own GEMM on the CPU). conv2d_relu applies the ReLU in the forward kernel's epilogue, so the convolution's
+// output is written once instead of written, read and written again by a separate ReLU; its backward masks the
+// incoming gradient with the saved output (ReLU's rule) and continues as conv2d's.
 #include "layers/layer_dispatch.h"
 #include "minidl/nn/functional.h"
+#include "ops/op_utils.h"
 
 namespace minidl {
 namespace nn {
@@ -12,9 +16,10 @@ ExpandingArray2::ExpandingArray2(std::initializer_list<std::int64_t> l) {
 }
 
 namespace functional {
+namespace {
 
-Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, ExpandingArray2 stride,
-              ExpandingArray2 padding, ExpandingArray2 dilation, std::int64_t groups) {
+Tensor conv2d_with(const Tensor& input, const Tensor& weight, const Tensor& bias, ExpandingArray2 stride,
+                   ExpandingArray2 padding, ExpandingArray2 dilation, std::int64_t groups, kernels::Activation act) {
   ops::check_same(input, weight, "conv2d");
   ops::check_floating(input, "conv2d");
   MINIDL_CHECK(input.dim() == 4, ValueError, "conv2d: input must be (N, C, H, W), found shape ", shape_str(input.sizes()));
@@ -38,10 +43,16 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Exp
   }
   Tensor out = ops::empty_as({p.N, p.K, p.P, p.Q}, input);
   MINIDL_LAYER_KERNEL(input, conv2d_forward, p, layers::ptr<T>(input), layers::ptr<T>(weight), layers::ptr<T>(bias),
-                      layers::ptr<T>(out));
+                      layers::ptr<T>(out), act);
+  const bool relu = act == kernels::Activation::Relu;
   autograd::SavedTensor sx(input, "conv2d"), sw(weight, "conv2d");
+  autograd::SavedTensor sy = relu ? autograd::SavedTensor(out, "conv2d_relu") : autograd::SavedTensor();
   const bool need_x = input.requires_grad(), need_w = weight.requires_grad(), need_b = bias.defined() && bias.requires_grad();
-  return autograd::record(out, "Conv2dBackward", {input, weight, bias}, [=](const Tensor& g) {
+  return autograd::record(out, relu ? "ConvReLU2dBackward" : "Conv2dBackward", {input, weight, bias},
+                          [=](const Tensor& g_out) {
+    // The ReLU's gradient: zero where the output is not positive (the output, not the pre-activation, is kept:
+    // one is positive exactly where the other is).
+    const Tensor g = relu ? ops::binary_grad(kernels::BinaryOp::ReluGrad, 0.0, g_out, sy.get()) : g_out;
     const Tensor x = sx.get(), w = sw.get();
     Tensor dx, dw, db;
     if (need_x) {
@@ -58,6 +69,18 @@ Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, Exp
     if (need_b) db = sum(g, {0, 2, 3});
     return std::vector<Tensor>{dx, dw, db};
   });
+}
+
+}  // namespace
+
+Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, ExpandingArray2 stride,
+              ExpandingArray2 padding, ExpandingArray2 dilation, std::int64_t groups) {
+  return conv2d_with(input, weight, bias, stride, padding, dilation, groups, kernels::Activation::None);
+}
+
+Tensor conv2d_relu(const Tensor& input, const Tensor& weight, const Tensor& bias, ExpandingArray2 stride,
+                   ExpandingArray2 padding, ExpandingArray2 dilation, std::int64_t groups) {
+  return conv2d_with(input, weight, bias, stride, padding, dilation, groups, kernels::Activation::Relu);
 }
 
 }  // namespace functional

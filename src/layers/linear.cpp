@@ -1,12 +1,16 @@
-// linear: one GEMM with the weight used transposed in place (no copy), bias broadcast over rows.
+// linear and linear_relu: one GEMM with the weight used transposed in place (no copy), then the bias broadcast
+// over rows; linear_relu adds the bias and applies the ReLU in that same pass (or, without a bias, applies the
+// ReLU in place), and its backward masks the incoming gradient with the saved output before linear's rule.
 #include "layers/layer_dispatch.h"
 #include "minidl/nn/functional.h"
+#include "ops/op_utils.h"
 
 namespace minidl {
 namespace nn {
 namespace functional {
+namespace {
 
-Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+Tensor linear_with(const Tensor& input, const Tensor& weight, const Tensor& bias, bool relu) {
   ops::check_same(input, weight, "linear");
   ops::check_floating(input, "linear");
   MINIDL_CHECK(weight.dim() == 2, ValueError, "linear: weight must be (out_features, in_features), found shape ",
@@ -22,18 +26,33 @@ Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
     ops::check_same(out, bias, "linear (bias)");
     MINIDL_CHECK(bias.dim() == 1 && bias.size(0) == out_f, ValueError, "linear: bias must have shape [", out_f,
                  "], found ", shape_str(bias.sizes()));
-    MINIDL_ON_BACKEND(out.device(), binary(kernels::BinaryOp::Add, 1.0, out, bias, out));
+    MINIDL_ON_BACKEND(out.device(), binary(relu ? kernels::BinaryOp::AddRelu : kernels::BinaryOp::Add, 1.0, out, bias, out));
+  } else if (relu) {
+    MINIDL_ON_BACKEND(out.device(), unary(kernels::UnaryOp::Relu, 0.0, out, out));
   }
   autograd::SavedTensor sx(input, "linear"), sw(weight, "linear");
+  autograd::SavedTensor sy = relu ? autograd::SavedTensor(out, "linear_relu") : autograd::SavedTensor();
   const bool need_x = input.requires_grad(), need_w = weight.requires_grad(), need_b = bias.defined() && bias.requires_grad();
   const Shape in_shape = input.sizes(), w_shape = weight.sizes();
-  return autograd::record(out, "LinearBackward", {input, weight, bias}, [=](const Tensor& g) {
+  return autograd::record(out, relu ? "LinearReLUBackward" : "LinearBackward", {input, weight, bias},
+                          [=](const Tensor& g_out) {
     const Tensor x = sx.get(), w = sw.get();
+    const Tensor g = relu ? ops::binary_grad(kernels::BinaryOp::ReluGrad, 0.0, g_out, sy.get()) : g_out;
     const Tensor g2 = g.reshape({rows, out_f});
     return std::vector<Tensor>{need_x ? ops::gemm(g2, w, 1, rows, in, out_f, false, false, in_shape) : Tensor(),
                                need_w ? ops::gemm(g2, x, 1, out_f, in, rows, true, false, w_shape) : Tensor(),
                                need_b ? sum(g2, {0}) : Tensor()};
   });
+}
+
+}  // namespace
+
+Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  return linear_with(input, weight, bias, false);
+}
+
+Tensor linear_relu(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  return linear_with(input, weight, bias, true);
 }
 
 }  // namespace functional

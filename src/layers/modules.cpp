@@ -45,6 +45,12 @@ void LinearImpl::pretty_print(std::ostream& os) const {
   os << "Linear(in_features=" << options.in_features() << ", out_features=" << options.out_features()
      << ", bias=" << bool_str(options.bias()) << ")";
 }
+Tensor LinearReLUImpl::forward(const Tensor& input) { return F::linear_relu(input, weight, bias); }
+void LinearReLUImpl::pretty_print(std::ostream& os) const {
+  os << "LinearReLU(";
+  LinearImpl::pretty_print(os);
+  os << ")";
+}
 
 Conv2dImpl::Conv2dImpl(Conv2dOptions o) : Module("Conv2d"), options(std::move(o)) {
   const std::int64_t g = options.groups();
@@ -68,6 +74,14 @@ void Conv2dImpl::pretty_print(std::ostream& os) const {
   os << "Conv2d(" << options.in_channels() << ", " << options.out_channels() << ", kernel_size=" << options.kernel_size()
      << ", stride=" << options.stride() << ", padding=" << options.padding() << ", dilation=" << options.dilation()
      << ", groups=" << options.groups() << ", bias=" << bool_str(options.bias()) << ")";
+}
+Tensor ConvReLU2dImpl::forward(const Tensor& input) {
+  return F::conv2d_relu(input, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
+}
+void ConvReLU2dImpl::pretty_print(std::ostream& os) const {
+  os << "ConvReLU2d(";
+  Conv2dImpl::pretty_print(os);
+  os << ")";
 }
 
 Tensor MaxPool2dImpl::forward(const Tensor& input) {

@@ -54,12 +54,6 @@ Tensor record_binary(Tensor out, const char* name, const Tensor& a, const Tensor
   });
 }
 
-Tensor binary_grad(BinaryOp op, double alpha, const Tensor& g, const Tensor& saved) {
-  Tensor out = ops::empty_as(g.sizes(), g);
-  MINIDL_ON_BACKEND(g.device(), binary(op, alpha, g, saved, out));
-  return out;
-}
-
 }  // namespace
 
 Tensor add(const Tensor& a, const Tensor& b, double alpha) {
@@ -171,7 +165,7 @@ Tensor relu(const Tensor& a) {
   Tensor out = unary_forward(UnaryOp::Relu, 0.0, a, "relu");
   SavedTensor so(out, "relu");  // out > 0 exactly where a > 0, and keeping out lets a be freed
   return autograd::record(out, "ReluBackward", {a}, [so](const Tensor& g) {
-    return std::vector<Tensor>{binary_grad(BinaryOp::ReluGrad, 0.0, g, so.get())};
+    return std::vector<Tensor>{ops::binary_grad(BinaryOp::ReluGrad, 0.0, g, so.get())};
   });
 }
 
@@ -183,7 +177,7 @@ Tensor& relu_(Tensor& a) {
   MINIDL_ON_BACKEND(a.device(), unary(UnaryOp::Relu, 0.0, a, a));
   autograd::bump_version(a);
   SavedTensor so(a, "relu_");  // the result: out > 0 exactly where the input was > 0
-  rec.finish(a, [so](const Tensor& g) { return std::vector<Tensor>{binary_grad(BinaryOp::ReluGrad, 0.0, g, so.get())}; });
+  rec.finish(a, [so](const Tensor& g) { return std::vector<Tensor>{ops::binary_grad(BinaryOp::ReluGrad, 0.0, g, so.get())}; });
   return a;
 }
 
@@ -191,7 +185,7 @@ Tensor leaky_relu(const Tensor& a, double slope) {
   Tensor out = unary_forward(UnaryOp::LeakyRelu, slope, a, "leaky_relu");
   SavedTensor sa(a, "leaky_relu");
   return autograd::record(out, "LeakyReluBackward", {a}, [sa, slope](const Tensor& g) {
-    return std::vector<Tensor>{binary_grad(BinaryOp::LeakyReluGrad, slope, g, sa.get())};
+    return std::vector<Tensor>{ops::binary_grad(BinaryOp::LeakyReluGrad, slope, g, sa.get())};
   });
 }
 
@@ -199,7 +193,7 @@ Tensor gelu(const Tensor& a) {
   Tensor out = unary_forward(UnaryOp::Gelu, 0.0, a, "gelu");
   SavedTensor sa(a, "gelu");
   return autograd::record(out, "GeluBackward", {a}, [sa](const Tensor& g) {
-    return std::vector<Tensor>{binary_grad(BinaryOp::GeluGrad, 0.0, g, sa.get())};
+    return std::vector<Tensor>{ops::binary_grad(BinaryOp::GeluGrad, 0.0, g, sa.get())};
   });
 }
 
@@ -207,7 +201,7 @@ Tensor sigmoid(const Tensor& a) {
   Tensor out = unary_forward(UnaryOp::Sigmoid, 0.0, a, "sigmoid");
   SavedTensor so(out, "sigmoid");
   return autograd::record(out, "SigmoidBackward", {a}, [so](const Tensor& g) {
-    return std::vector<Tensor>{binary_grad(BinaryOp::SigmoidGrad, 0.0, g, so.get())};
+    return std::vector<Tensor>{ops::binary_grad(BinaryOp::SigmoidGrad, 0.0, g, so.get())};
   });
 }
 
@@ -215,7 +209,7 @@ Tensor tanh(const Tensor& a) {
   Tensor out = unary_forward(UnaryOp::Tanh, 0.0, a, "tanh");
   SavedTensor so(out, "tanh");
   return autograd::record(out, "TanhBackward", {a}, [so](const Tensor& g) {
-    return std::vector<Tensor>{binary_grad(BinaryOp::TanhGrad, 0.0, g, so.get())};
+    return std::vector<Tensor>{ops::binary_grad(BinaryOp::TanhGrad, 0.0, g, so.get())};
   });
 }
 

@@ -53,6 +53,12 @@ Tensor empty_as(const Shape& shape, const Tensor& t) {
   return empty(shape, TensorOptions(t.dtype()).device(t.device()));
 }
 
+Tensor binary_grad(kernels::BinaryOp op, double alpha, const Tensor& g, const Tensor& saved) {
+  Tensor out = empty_as(g.sizes(), g);
+  MINIDL_ON_BACKEND(g.device(), binary(op, alpha, g, saved, out));
+  return out;
+}
+
 Tensor gemm(const Tensor& a, const Tensor& b, std::int64_t batch, std::int64_t m, std::int64_t n, std::int64_t k,
             bool trans_a, bool trans_b, const Shape& out_shape) {
   Tensor out = empty_as(out_shape, a);

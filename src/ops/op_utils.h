@@ -29,6 +29,8 @@ Tensor gemm(const Tensor& a, const Tensor& b, std::int64_t batch, std::int64_t m
             bool trans_a, bool trans_b, const Shape& out_shape);
 /// `g` broadcast to `shape` (materialised).
 Tensor expand_to(const Tensor& g, const Shape& shape);
+/// A backward rule's elementwise gradient op(g, saved) (ReluGrad, SigmoidGrad, ...), both of g's shape.
+Tensor binary_grad(kernels::BinaryOp op, double alpha, const Tensor& g, const Tensor& saved);
 
 }  // namespace ops
 }  // namespace minidl

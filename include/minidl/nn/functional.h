@@ -40,10 +40,16 @@ using ReLUFuncOptions = ReLUOptions;
 
 /// y = x · weightᵀ + bias; x (..., in_features), weight (out_features, in_features), bias (out_features) or undefined.
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor());
+/// relu(linear(input, weight, bias)) with the bias and the ReLU in one pass over the output (nn::LinearReLU).
+Tensor linear_relu(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor());
 
 /// input (N, C, H, W), weight (K, C/groups, R, S), bias (K) or undefined.
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), ExpandingArray2 stride = 1,
               ExpandingArray2 padding = 0, ExpandingArray2 dilation = 1, std::int64_t groups = 1);
+/// relu(conv2d(...)) with the ReLU applied by the convolution kernel as it writes the output (nn::ConvReLU2d):
+/// the same values as the two ops, one pass over the output fewer in the forward and one kernel fewer.
+Tensor conv2d_relu(const Tensor& input, const Tensor& weight, const Tensor& bias = Tensor(), ExpandingArray2 stride = 1,
+                   ExpandingArray2 padding = 0, ExpandingArray2 dilation = 1, std::int64_t groups = 1);
 
 /// stride defaults to kernel_size (pass 0).
 Tensor max_pool2d(const Tensor& input, ExpandingArray2 kernel_size, ExpandingArray2 stride = 0,

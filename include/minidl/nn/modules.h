@@ -38,6 +38,16 @@ class LinearImpl : public Module {
 };
 MINIDL_MODULE(Linear);
 
+/// Linear followed by ReLU, fused (PyTorch's torch.ao.nn.intrinsic.LinearReLU): the parameters and their names
+/// are Linear's, forward is functional::linear_relu.
+class LinearReLUImpl : public LinearImpl {
+ public:
+  using LinearImpl::LinearImpl;
+  Tensor forward(const Tensor& input) override;
+  void pretty_print(std::ostream& os) const override;
+};
+MINIDL_MODULE(LinearReLU);
+
 struct Conv2dOptions {
   Conv2dOptions(std::int64_t in, std::int64_t out, ExpandingArray2 kernel)
       : in_channels_(in), out_channels_(out), kernel_size_(kernel) {}
@@ -62,6 +72,16 @@ class Conv2dImpl : public Module {
   Tensor weight, bias;
 };
 MINIDL_MODULE(Conv2d);
+
+/// Conv2d followed by ReLU, fused (PyTorch's torch.ao.nn.intrinsic.ConvReLU2d): the parameters and their names
+/// are Conv2d's, so checkpoints move between the two; forward is functional::conv2d_relu.
+class ConvReLU2dImpl : public Conv2dImpl {
+ public:
+  using Conv2dImpl::Conv2dImpl;
+  Tensor forward(const Tensor& input) override;
+  void pretty_print(std::ostream& os) const override;
+};
+MINIDL_MODULE(ConvReLU2d);
 
 struct Pool2dOptions {
   Pool2dOptions(ExpandingArray2 kernel) : kernel_size_(kernel) {}

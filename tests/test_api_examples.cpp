@@ -138,6 +138,15 @@ TEST(ApiExamples, Sequential) {
   for (const Tensor& p : cnn->parameters()) EXPECT_TRUE(p.grad().defined());
 }
 
+TEST(ApiExamples, FusedLayers) {
+  nn::ConvReLU2d conv1(nn::Conv2dOptions(1, 32, 3));   // parameters conv1.weight, conv1.bias as with Conv2d
+  Tensor y = conv1(randn({8, 1, 28, 28}));              // = relu(conv2d(x, weight, bias))
+
+  Tensor x = randn({8, 1, 28, 28});
+  y = conv1(x);
+  expect_close(y, relu(nn::functional::conv2d(x, conv1->weight, conv1->bias)), 0.0, 0.0, "ConvReLU2d");
+}
+
 TEST(ApiExamples, Optim) {
   manual_seed(0);
   Mlp model(10, 32, 3);

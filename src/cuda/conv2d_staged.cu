@@ -39,6 +39,29 @@ constexpr int kGroup = 32;             // output channels per block
 constexpr int kNTiles = kGroup / 8;    // n8 tiles of the mma
 constexpr int kMTiles = 2;             // m16 tiles a warp multiplies at once (they share the weight fragments)
 constexpr int kWarpPixels = 16 * kMTiles;
+constexpr int kStepFloats = 8 * kGroup;  // the weights of one mma step (8 reduction indices x 32 channels)
+
+/// Division of an int in [0, 2^31) by a divisor fixed for the launch, as a multiply and a shift (Granlund and
+/// Montgomery): with 2^l >= d and magic = ceil(2^(31 + l) / d), n / d = n * magic / 2^(31 + l), rounded down. The
+/// staging loops split every element's index by the patch's and the reduction's sizes, where a hardware division
+/// would cost about 20 instructions.
+struct Divisor {
+  unsigned magic = 0;
+  int shift = 0;
+
+  static Divisor of(int d) {
+    int l = 0;
+    while ((std::int64_t{1} << l) < d) ++l;
+    Divisor r;
+    r.magic = static_cast<unsigned>(((std::uint64_t{1} << (31 + l)) + static_cast<std::uint64_t>(d) - 1) /
+                                    static_cast<std::uint64_t>(d));
+    r.shift = 31 + l;
+    return r;
+  }
+  __device__ int operator()(int n) const {
+    return static_cast<int>((static_cast<std::uint64_t>(static_cast<unsigned>(n)) * magic) >> shift);
+  }
+};
 
 /// The band a block computes and the patch it stages; the same for every block of a launch.
 struct Band {
@@ -48,131 +71,187 @@ struct Band {
   int src_row0, src_col0;   // source row / column of the patch's (0, 0) for output row 0: row0 * row_mul + src_row0
   int patch_h, patch_w;     // patch size per channel
   int channels;             // source channels (the reduction is channels x R x S)
-  int k_padded;             // reduction rounded up to 8, the mma's depth
-  int ldw;                  // weight row stride in shared memory, 4 mod 32: conflict-free fragment loads
+  int planes;               // patch planes: the channels, plus one of zeros that the taps past the reduction read
+                            // when it is not a multiple of 8 (their weights are 0, and 0 times an Inf is NaN)
+  int steps;                // mma steps: the reduction / 8, rounded up
+  Divisor by_patch_w, by_patch_h, by_out_w, by_rs, by_s;
 
-  __host__ __device__ int patch_floats() const { return (channels * patch_h * patch_w + 3) / 4 * 4; }
-  /// Shared memory: the patch, the weights, and two tables over the reduction (tap offsets, weight offsets).
+  __host__ __device__ int patch_floats() const { return (planes * patch_h * patch_w + 3) / 4 * 4; }
+  /// Shared memory: the patch, the weights, the bias, and the tap table (one spare step, read ahead by the k loop).
   std::size_t bytes() const {
-    return sizeof(float) * (static_cast<std::size_t>(patch_floats()) + static_cast<std::size_t>(kGroup) * ldw) +
-           2 * sizeof(int) * static_cast<std::size_t>(k_padded);
+    return sizeof(float) * (static_cast<std::size_t>(patch_floats()) + static_cast<std::size_t>(steps) * kStepFloats +
+                            kGroup) +
+           sizeof(int2) * 4 * (static_cast<std::size_t>(steps) + 1);
   }
 };
 
-__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
+__device__ __forceinline__ void mma_tf32(float (&c)[4], const unsigned (&a)[4], float b0, float b1) {
   asm volatile(
       "mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(__float_as_uint(b0)), "r"(__float_as_uint(b1)));
 }
 
 // The fp32 values go to the tensor cores as they are: TF32 math uses their upper 19 bits (truncation, within
 // the tests' TF32 tolerance), which spares a conversion per fragment element.
 __device__ __forceinline__ unsigned bits(float v) { return __float_as_uint(v); }
 
-__global__ void __launch_bounds__(kThreads) staged_gemm_kernel(ConvGemm g, Band b) {
+/// Offset in the patch of reduction index k, relative to the window's corner; past the reduction, the zero plane.
+__device__ int patch_tap(const ConvGemm& g, const Band& b, int k) {
+  const Gather& a = g.a;
+  if (k >= g.K) return b.channels * b.patch_h * b.patch_w;
+  const int ci = b.by_rs(k), rs = k - ci * a.RS, r = b.by_s(rs), s = rs - r * a.S;
+  return (ci * b.patch_h + r * a.r_step) * b.patch_w + s * a.s_step;
+}
+
+// Three blocks per multiprocessor (80 registers) where the shared memory allows them.
+__global__ void __launch_bounds__(kThreads, 3) staged_gemm_kernel(ConvGemm g, Band b) {
 #if MINIDL_STAGED_BODY
   extern __shared__ __align__(16) float smem[];
   float* patch = smem;
   float* ws = smem + b.patch_floats();
-  int* taps = reinterpret_cast<int*>(ws + kGroup * b.ldw);
+  float* sbias = ws + b.steps * kStepFloats;
+  int2* taps = reinterpret_cast<int2*>(sbias + kGroup);
   const Gather& a = g.a;
   const int tid = threadIdx.x, warp = tid / 32, lane = tid % 32;
+  const int group = lane / 4, quad = lane % 4;
   const int image = blockIdx.x / b.bands;
   const int row0 = (blockIdx.x - image * b.bands) * b.rows;
   const int rows = min(b.rows, b.out_rows - row0);
   const int n0 = blockIdx.y * kGroup;
   const int patch_row0 = row0 * a.row_mul + b.src_row0;
-  const int plane = b.patch_h * b.patch_w;
 
-  // The reduction's tables: each k's offset in the patch (past the reduction 0, a finite element whose weight
-  // is 0) and in the weights (-1 past the reduction).
-  int* weight_offsets = taps + b.k_padded;
-  for (int k = tid; k < b.k_padded; k += kThreads) {
-    const Tap t = a.tap(k, g.K);
-    taps[k] = k < g.K ? (k / a.RS) * plane + t.dr * b.patch_w + t.ds : 0;
-    weight_offsets[k] = t.weight;
+  // The tap table: for step s and quad q, the byte offsets of reduction indices 8s + q and 8s + q + 4, the two
+  // columns of A whose elements a lane holds in its fragment, so that one 64-bit load fetches both.
+  for (int i = tid; i < 4 * (b.steps + 1); i += kThreads) {
+    const int k = i / 4 * 8 + i % 4;
+    taps[i] = make_int2(static_cast<int>(sizeof(float)) * patch_tap(g, b, k),
+                        static_cast<int>(sizeof(float)) * patch_tap(g, b, k + 4));
   }
-  // The patch: one warp per (channel, row), lanes along the row.
-  const float* src = a.src + static_cast<std::int64_t>(image) * a.src_image;
-  for (int r = warp; r < b.channels * b.patch_h; r += kWarps) {
-    const int ci = r / b.patch_h, sr = patch_row0 + (r - ci * b.patch_h);
-    const bool row_inside = static_cast<unsigned>(sr) < static_cast<unsigned>(a.src_h);
-    const float* src_row = src + ci * a.channel + sr * a.src_w;
-    for (int pc = lane; pc < b.patch_w; pc += 32) {
-      const int sc = b.src_col0 + pc;
-      const bool inside = row_inside && static_cast<unsigned>(sc) < static_cast<unsigned>(a.src_w);
-      copy_async(patch + r * b.patch_w + pc, inside ? src_row + sc : a.src, inside);
+  // The patch, element by element over all planes (the warps' loads follow the rows across their ends); zeros
+  // where the window hangs over the edge or into the padding, and in the zero plane.
+  const int src0 = image * a.src_image;  // offsets in a whole tensor fit an int (staged_band_choices)
+  for (int e = tid; e < b.planes * b.patch_h * b.patch_w; e += kThreads) {
+    const int pr = b.by_patch_w(e), sc = b.src_col0 + (e - pr * b.patch_w);
+    const int ci = b.by_patch_h(pr), sr = patch_row0 + (pr - ci * b.patch_h);
+    const bool inside = ci < b.channels && static_cast<unsigned>(sr) < static_cast<unsigned>(a.src_h) &&
+                        static_cast<unsigned>(sc) < static_cast<unsigned>(a.src_w);
+    const unsigned offset = inside ? src0 + ci * a.channel + sr * a.src_w + sc : 0;  // unsigned: no sign extension
+    copy_async(patch + e, a.src + offset, inside);
+  }
+  // The weights in the order the k loop reads them: per step, per pair of n8 tiles, per lane the four values
+  // (b0, b1) of both tiles, so that a lane's B fragments of a step are two 128-bit loads, a warp's reading 512
+  // consecutive bytes each (no bank conflicts). Thread (c, j) copies channel c's reduction indices j mod 8;
+  // zeros past the reduction and past the last output channel.
+  {
+    const int c = tid / 8, j = tid % 8, col = n0 + c;
+    const int k_end = col < g.N ? g.K : 0;
+    const float* w_col = g.w + (col < g.N ? col * g.w_col : 0);
+    float* dst = ws + (c / 16 * 32 + c % 8 * 4 + j % 4) * 4 + c / 8 % 2 * 2 + j / 4;
+    for (int k = j; k < b.steps * 8; k += 8, dst += kStepFloats) {
+      const int ci = b.by_rs(k);
+      const bool ok = k < k_end;
+      const unsigned offset = ok ? ci * a.w_channel + (k - ci * a.RS) : 0;
+      copy_async(dst, w_col + offset, ok);
     }
   }
-  __syncthreads();  // the weight offsets
-  // The weights as [channel][k], zero past the reduction and past the last output channel.
-  for (int c = warp; c < kGroup; c += kWarps) {
-    const int col = n0 + c;
-    const float* w_col = g.w + static_cast<std::int64_t>(col < g.N ? col : 0) * g.w_col;
-    for (int k = lane; k < b.k_padded; k += 32) {
-      const int offset = weight_offsets[k];
-      const bool ok = offset >= 0 && col < g.N;
-      copy_async(ws + c * b.ldw + k, ok ? w_col + offset : g.w, ok);
-    }
+  if (tid < kGroup) {  // the bias, zeros without one and past the last output channel
+    const bool ok = g.bias && n0 + tid < g.N;
+    copy_async(sbias + tid, ok ? g.bias + n0 + tid : g.w, ok);
   }
   commit_copies();
   wait_copies<0>();
   __syncthreads();
 
   const int pixels = rows * a.out_w;  // output pixels of the band
-  const int group = lane / 4, quad = lane % 4;
-  float* out = g.out + static_cast<std::int64_t>(image) * g.out_image;
+  const int out0 = image * g.out_image + row0 * a.out_w;
   for (int first = warp * kWarpPixels; first < pixels; first += kWarps * kWarpPixels) {
-    // This lane's fragment rows: pixels first + group + 8 j.
-    int base[2 * kMTiles], pixel[2 * kMTiles];
+    // This lane's fragment rows, pixels first + group + 8 j: the address of the window's corner in the patch.
+    const char* row[2 * kMTiles];
 #pragma unroll
     for (int j = 0; j < 2 * kMTiles; ++j) {
-      const int m = first + group + 8 * j;
-      const int mm = m < pixels ? m : 0;
-      const int row = mm / a.out_w, column = mm - row * a.out_w;
-      base[j] = (row * a.row_mul + a.row_off + row0 * a.row_mul - patch_row0) * b.patch_w +
-                column * a.col_mul + a.col_off - b.src_col0;
-      pixel[j] = m < pixels ? (row0 + row) * a.out_w + column : -1;
+      const int m = min(first + group + 8 * j, pixels - 1);
+      const int r = b.by_out_w(m), column = m - r * a.out_w;
+      row[j] = reinterpret_cast<const char*>(patch + (r * a.row_mul + a.row_off - b.src_row0) * b.patch_w +
+                                             column * a.col_mul + a.col_off - b.src_col0);
     }
-    float acc[kMTiles][kNTiles][4] = {};
-    for (int k0 = 0; k0 < b.k_padded; k0 += 8) {
-      const int o0 = taps[k0 + quad], o1 = taps[k0 + quad + 4];
-      unsigned fa[kMTiles][4];
+    // The A fragments of a step: per element one add (row address + tap) and one load.
+    const auto load_a = [&](unsigned (&f)[kMTiles][4], int2 tap) {
 #pragma unroll
       for (int t = 0; t < kMTiles; ++t) {
-        fa[t][0] = bits(patch[base[2 * t] + o0]);
-        fa[t][1] = bits(patch[base[2 * t + 1] + o0]);
-        fa[t][2] = bits(patch[base[2 * t] + o1]);
-        fa[t][3] = bits(patch[base[2 * t + 1] + o1]);
+        f[t][0] = bits(*reinterpret_cast<const float*>(row[2 * t] + tap.x));
+        f[t][1] = bits(*reinterpret_cast<const float*>(row[2 * t + 1] + tap.x));
+        f[t][2] = bits(*reinterpret_cast<const float*>(row[2 * t] + tap.y));
+        f[t][3] = bits(*reinterpret_cast<const float*>(row[2 * t + 1] + tap.y));
       }
-      if (k0 + 8 > g.K) {  // the last step of a reduction that is not a multiple of 8: zeros past its end
-        const bool lo = k0 + quad < g.K, hi = k0 + quad + 4 < g.K;
+    };
+    // Software pipelined, so that the loads' latency overlaps the mma: step s + 1's A fragments load before step
+    // s's mma (two register sets that swap roles every step, unrolled by two: no copies), their taps a step
+    // earlier still, and each pair of n8 tiles' B fragments as soon as step s's mma have read the previous ones.
+    float acc[kMTiles][kNTiles][4] = {};
+    const int2* next_taps = taps + quad;
+    const float4* w_at = reinterpret_cast<const float4*>(ws) + lane;
+    unsigned a_even[kMTiles][4], a_odd[kMTiles][4];
+    float4 w[kNTiles / 2];
+    load_a(a_even, *next_taps);
+    int2 tap = next_taps[4];
+    next_taps += 8;
+#pragma unroll
+    for (int h = 0; h < kNTiles / 2; ++h) w[h] = w_at[h * 32];
+    // One step: its mma on a_cur and w, and with `prefetch` the next step's loads into a_next and w.
+    const auto advance = [&](const unsigned (&a_cur)[kMTiles][4], unsigned (&a_next)[kMTiles][4], bool prefetch) {
+      if (prefetch) {
+        load_a(a_next, tap);
+        tap = *next_taps;
+        next_taps += 4;
+      }
+      w_at += kStepFloats / 4;
+#pragma unroll
+      for (int h = 0; h < kNTiles / 2; ++h) {
 #pragma unroll
         for (int t = 0; t < kMTiles; ++t) {
-          if (!lo) fa[t][0] = fa[t][1] = 0;
-          if (!hi) fa[t][2] = fa[t][3] = 0;
+          mma_tf32(acc[t][2 * h], a_cur[t], w[h].x, w[h].y);
+          mma_tf32(acc[t][2 * h + 1], a_cur[t], w[h].z, w[h].w);
         }
+        if (prefetch) w[h] = w_at[h * 32];
       }
+    };
+    // The last step, which loads nothing, out of the loop: no branch per step. The loop counts in w_at.
+    const float4* const w_last = w_at + (b.steps - 1) * (kStepFloats / 4);
+#pragma unroll 1
+    while (w_at + kStepFloats / 4 < w_last) {
+      advance(a_even, a_odd, true);
+      advance(a_odd, a_even, true);
+    }
+    if (w_at < w_last) {
+      advance(a_even, a_odd, true);
+      advance(a_odd, a_even, false);
+    } else {
+      advance(a_even, a_odd, false);
+    }
+    // acc[t][n][i] is pixel first + group + 8 j with j = 2 t + i / 2, channel n0 + n * 8 + 2 quad + e with
+    // e = i % 2. The lane index is read again here (a volatile read stays after the k loop): offsets derived from
+    // it early would occupy registers throughout the loop.
+    unsigned lane_now;
+    asm volatile("mov.u32 %0, %%laneid;" : "=r"(lane_now));
+    const int q = static_cast<int>(lane_now % 4), m = first + static_cast<int>(lane_now / 4);
+    const float2* lane_bias = reinterpret_cast<const float2*>(sbias) + q;
+    // Channel n0 + 2 q, pixel m (unsigned: the lane's channels may lie past the last, and are not written then).
+    float* o = g.out + (out0 + m + static_cast<unsigned>(n0 + 2 * q) * a.plane);
 #pragma unroll
-      for (int n = 0; n < kNTiles; ++n) {
-        const float* wrow = ws + (n * 8 + group) * b.ldw + k0 + quad;
-        const unsigned b0 = bits(wrow[0]), b1 = bits(wrow[4]);
+    for (int n = 0; n < kNTiles; ++n, o += 8 * a.plane) {
+      const float2 bias = lane_bias[n * 4];
 #pragma unroll
-        for (int t = 0; t < kMTiles; ++t) mma_tf32(acc[t][n], fa[t], b0, b1);
+      for (int e = 0; e < 2; ++e) {
+        if (n0 + 2 * q + n * 8 + e >= g.N) continue;
+#pragma unroll
+        for (int j = 0; j < 2 * kMTiles; ++j) {
+          if (m + 8 * j < pixels) {
+            o[e * a.plane + 8 * j] = kernels::activate(g.act, acc[j / 2][n][j % 2 * 2 + e] + (e ? bias.y : bias.x));
+          }
+        }
       }
     }
-    // Accumulator element e of tile (t, n): pixel row group + 8 (e / 2), channel n * 8 + 2 quad + e % 2.
-#pragma unroll
-    for (int t = 0; t < kMTiles; ++t)
-#pragma unroll
-      for (int n = 0; n < kNTiles; ++n)
-#pragma unroll
-        for (int e = 0; e < 4; ++e) {
-          const int p = pixel[2 * t + e / 2], col = n0 + n * 8 + 2 * quad + e % 2;
-          if (p >= 0 && col < g.N)
-            out[col * a.plane + p] = kernels::activate(g.act, acc[t][n][e] + (g.bias ? __ldg(g.bias + col) : 0.f));
-        }
   }
 #endif
 }
@@ -224,8 +303,13 @@ Band band_of(const ConvGemm& g, int out_rows, int bands) {
   b.patch_h = (b.rows - 1) * a.row_mul + std::abs(reach_r) + 1;
   b.patch_w = (a.out_w - 1) * a.col_mul + std::abs(reach_s) + 1;
   b.channels = g.K / a.RS;
-  b.k_padded = (g.K + 7) / 8 * 8;
-  b.ldw = (b.k_padded + 31) / 32 * 32 + 4;
+  b.planes = b.channels + (g.K % 8 != 0 ? 1 : 0);
+  b.steps = (g.K + 7) / 8;
+  b.by_patch_w = Divisor::of(b.patch_w);
+  b.by_patch_h = Divisor::of(b.patch_h);
+  b.by_out_w = Divisor::of(a.out_w);
+  b.by_rs = Divisor::of(a.RS);
+  b.by_s = Divisor::of(a.S);
   return b;
 }
 
@@ -235,20 +319,23 @@ int blocks_per_sm(const Band& b, const DeviceSetup& d) {
   return std::min(d.blocks_by_registers, d.smem_per_sm / static_cast<int>(b.bytes() + 1024));
 }
 
-/// Estimated cycles of a launch with band `b`, from a model of the kernel's instruction counts (measured with
-/// Nsight Compute on the H200: about 8 per staged element and 40 per warp and reduction step of 32 pixels, two
-/// instructions per cycle and multiprocessor, a dependent chain of about 4 cycles per instruction within a warp).
+/// Estimated cycles of a launch with band `b`, from a model of the kernel's warp instructions: as counted in its
+/// SASS for sm_90 (not yet measured with Nsight Compute), about 28 per 32 patch elements and 15 per 32 weights
+/// staged, and per warp and 32 pixels 31 per reduction step plus 370 for the fragment rows and the output; two
+/// instructions per cycle and multiprocessor, and a dependent chain of about 4 cycles per instruction within a
+/// warp (from Nsight Compute on the H200 with the kernel before its k loop was pipelined, at IPC 1.35 to 1.82).
 /// More bands give more blocks but re-stage the weights and the halo rows; fewer leave multiprocessors idle.
 double launch_cycles(const Band& b, std::int64_t images, int groups, const DeviceSetup& d, int out_w) {
   const std::int64_t per_sm = blocks_per_sm(b, d);
   if (per_sm == 0) return -1;
   const std::int64_t blocks = images * groups * b.bands;
   const std::int64_t waves = (blocks + per_sm * d.multiprocessors - 1) / (per_sm * d.multiprocessors);
-  const double units = std::ceil(static_cast<double>(b.rows) * out_w / kWarpPixels), steps = b.k_padded / 8;
-  const double staging = 8.0 * (b.patch_floats() + kGroup * b.k_padded) / 32, compute = units * steps * 40;
+  const double units = std::ceil(static_cast<double>(b.rows) * out_w / kWarpPixels);
+  const double staging = (28.0 * b.patch_floats() + 15.0 * kStepFloats * b.steps) / 32;
+  const double per_unit = 31.0 * b.steps + 370, compute = units * per_unit;
   const std::int64_t resident = std::min(per_sm, (blocks + d.multiprocessors - 1) / d.multiprocessors);
   const double throughput = static_cast<double>(resident) * (staging + compute) / 2;
-  const double chain = std::ceil(units / kWarps) * steps * 40 * 4;
+  const double chain = (staging / kWarps + std::ceil(units / kWarps) * per_unit) * 4;
   return static_cast<double>(waves) * std::max(throughput, chain);
 }
 

@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "ops/op_utils.h"
 #include "test_util.h"
 
 using namespace minidl;
@@ -58,11 +59,18 @@ void expect_fused_equals_plain(const std::string& what, nn::Module& fused, nn::M
   EXPECT_GT(zeros, 0);
   EXPECT_LT(zeros, static_cast<int>(y.size()));
   const Tensor g = random_tensor(y_fused.sizes(), dtype).to(device);
-  y_fused.backward(g);
-  y_plain.backward(g);
+  // Through a product and a sum, the gradient reaching the fused layer is a fresh buffer that its backward
+  // masks in place; handed to backward() directly, it is the caller's tensor, which must stay untouched.
+  (y_fused * g).sum().backward();
+  (y_plain * g).sum().backward();
   expect_bitwise(x_fused.grad(), x_plain.grad(), "input gradient");
   const auto fp = fused.named_parameters(), pp = plain.named_parameters();
   for (std::size_t i = 0; i < fp.size(); ++i) expect_bitwise(fp[i].second.grad(), pp[i].second.grad(), fp[i].first);
+  const Tensor g_before = g.clone(), x_grad = x_fused.grad().clone();
+  x_fused.mutable_grad() = Tensor();
+  fused.forward(x_fused).backward(g);
+  expect_bitwise(g, g_before, "the gradient handed to backward()");
+  expect_bitwise(x_fused.grad(), x_grad, "input gradient from backward(g)");
 }
 
 void check_all_layers(Device device, DType dtype) {
@@ -103,6 +111,37 @@ TEST(FusedLayers, MatchUnfusedBitwiseOnGpu) {
   check_all_layers(kGpu, kFloat32);
   check_all_layers(kGpu, kFloat64);
   set_deterministic(was);
+}
+
+// The fused layers' backward masks the incoming gradient in its own buffer only when nothing else can see it.
+TEST(FusedLayers, GradientBufferReusedOnlyWhenExclusive) {
+  const Tensor y = relu(random_tensor({4, 5}, kFloat32));
+  const auto expected = [&](const Tensor& g) {
+    return ops::binary_grad(kernels::BinaryOp::ReluGrad, 0.0, g, y).to_vector<float>();
+  };
+  Tensor alone = random_tensor({4, 5}, kFloat32);
+  const std::vector<float> want = expected(alone);
+  const void* buffer = alone.data_ptr<float>();
+  const Tensor reused = ops::binary_grad_reusing(kernels::BinaryOp::ReluGrad, 0.0, alone, y);
+  EXPECT_EQ(reused.data_ptr<float>(), buffer);
+  EXPECT_EQ(reused.to_vector<float>(), want);
+
+  const Tensor shared = random_tensor({4, 5}, kFloat32), other_handle = shared;
+  const std::vector<float> before = shared.to_vector<float>();
+  const Tensor fresh = ops::binary_grad_reusing(kernels::BinaryOp::ReluGrad, 0.0, shared, y);
+  EXPECT_NE(fresh.data_ptr<float>(), shared.data_ptr<float>());
+  EXPECT_EQ(shared.to_vector<float>(), before);
+  EXPECT_EQ(fresh.to_vector<float>(), expected(shared));
+
+  const Tensor base = random_tensor({20}, kFloat32), view = base.reshape({4, 5});  // a view: shared storage
+  const std::vector<float> base_before = base.to_vector<float>();
+  (void)ops::binary_grad_reusing(kernels::BinaryOp::ReluGrad, 0.0, view, y);
+  EXPECT_EQ(base.to_vector<float>(), base_before);
+
+  autograd::DetectAnomalyGuard anomaly;  // the engine reads the incoming gradient after the closure then
+  Tensor checked = random_tensor({4, 5}, kFloat32);
+  const void* checked_buffer = checked.data_ptr<float>();
+  EXPECT_NE(ops::binary_grad_reusing(kernels::BinaryOp::ReluGrad, 0.0, checked, y).data_ptr<float>(), checked_buffer);
 }
 
 TEST(FusedLayers, NamesAndPrinting) {

@@ -37,7 +37,7 @@ Tensor linear_with(const Tensor& input, const Tensor& weight, const Tensor& bias
   return autograd::record(out, relu ? "LinearReLUBackward" : "LinearBackward", {input, weight, bias},
                           [=](const Tensor& g_out) {
     const Tensor x = sx.get(), w = sw.get();
-    const Tensor g = relu ? ops::binary_grad(kernels::BinaryOp::ReluGrad, 0.0, g_out, sy.get()) : g_out;
+    const Tensor g = relu ? ops::binary_grad_reusing(kernels::BinaryOp::ReluGrad, 0.0, g_out, sy.get()) : g_out;
     const Tensor g2 = g.reshape({rows, out_f});
     return std::vector<Tensor>{need_x ? ops::gemm(g2, w, 1, rows, in, out_f, false, false, in_shape) : Tensor(),
                                need_w ? ops::gemm(g2, x, 1, out_f, in, rows, true, false, w_shape) : Tensor(),

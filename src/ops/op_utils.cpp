@@ -2,6 +2,8 @@
 
 #include <algorithm>
 
+#include "minidl/autograd.h"
+
 namespace minidl {
 namespace ops {
 
@@ -55,6 +57,15 @@ Tensor empty_as(const Shape& shape, const Tensor& t) {
 
 Tensor binary_grad(kernels::BinaryOp op, double alpha, const Tensor& g, const Tensor& saved) {
   Tensor out = empty_as(g.sizes(), g);
+  MINIDL_ON_BACKEND(g.device(), binary(op, alpha, g, saved, out));
+  return out;
+}
+
+Tensor binary_grad_reusing(kernels::BinaryOp op, double alpha, const Tensor& g, const Tensor& saved) {
+  const bool exclusive = g.impl_ptr().use_count() == 1 && g.unsafe_impl()->storage.use_count() == 1 &&
+                         !autograd::detect_anomaly();
+  if (!exclusive) return binary_grad(op, alpha, g, saved);
+  Tensor out = g;  // the same buffer; `g` is the caller's last use of it
   MINIDL_ON_BACKEND(g.device(), binary(op, alpha, g, saved, out));
   return out;
 }

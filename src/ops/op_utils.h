@@ -31,6 +31,11 @@ Tensor gemm(const Tensor& a, const Tensor& b, std::int64_t batch, std::int64_t m
 Tensor expand_to(const Tensor& g, const Shape& shape);
 /// A backward rule's elementwise gradient op(g, saved) (ReluGrad, SigmoidGrad, ...), both of g's shape.
 Tensor binary_grad(kernels::BinaryOp op, double alpha, const Tensor& g, const Tensor& saved);
+/// binary_grad written over g itself when nothing else can see g: the engine's incoming gradient of a backward
+/// closure, with no other handle and no view of its storage (and anomaly detection off, which reads it after the
+/// closure). A fused layer's backward (ConvReLU2d, LinearReLU) thus holds one gradient-sized buffer, not two,
+/// while its convolution or GEMM backward runs: 37.7 MB of the example's step peak at batch 256.
+Tensor binary_grad_reusing(kernels::BinaryOp op, double alpha, const Tensor& g, const Tensor& saved);
 
 }  // namespace ops
 }  // namespace minidl

@@ -105,6 +105,7 @@ struct Algorithm {
   Impl impl = Impl::kCudnn;
   float cudnn_ms = 0;  // cuDNN's pick's time, also when an own kernel won (for conv2d_algorithm_choices)
   int bands = 0;       // the staged kernels' launch choice (see staged_band_choices)
+  cudnnMathType_t math = CUDNN_DEFAULT_MATH;  // a cuDNN algorithm's math type, set on the pass's descriptor
 };
 
 /// Descriptors of one shape and settings, and the algorithm of each pass once chosen.
@@ -170,13 +171,13 @@ bool nondeterministic_backward_filter(int algo) {
   return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_0 || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_3;
 }
 
-/// Chooses the algorithm of one pass. `probe(algo, &bytes)` asks one algorithm's workspace size; `find(count,
-/// &returned, results, workspace, bytes)` times the candidates on the real buffers; `heuristic(count, &returned,
-/// results)` ranks them without running anything (used when may_time(s) is false).
-/// The results come best first; the first that satisfies the settings wins, and its math type is set on `conv`.
+/// cuDNN's candidates for one pass that satisfy the settings, best first (retime settles the choice).
+/// `probe(algo, &bytes)` asks one algorithm's workspace size; `find(count, &returned, results, workspace, bytes)`
+/// times the candidates on the real buffers; `heuristic(count, &returned, results)` ranks them without running
+/// anything (used when may_time(s) is false, and then the candidates carry no times).
 template <class Perf, class Probe, class Find, class Heuristic>
-Algorithm choose_algorithm(Pass pass, int algo_count, const Settings& s, bool (*excluded)(int),
-                           const Conv2dParams& p, const ConvolutionDescriptor& conv, Probe probe, Find find,
+std::vector<Algorithm> choose_algorithm(Pass pass, int algo_count, const Settings& s, bool (*excluded)(int),
+                           const Conv2dParams& p, Probe probe, Find find,
                            Heuristic heuristic) {
   std::vector<Perf> results(static_cast<std::size_t>(algo_count));
   int returned = 0;
@@ -200,30 +201,20 @@ Algorithm choose_algorithm(Pass pass, int algo_count, const Settings& s, bool (*
     find(algo_count, &returned, results.data(), ws.get(), bytes);
     limit = bytes;
   }
-  // Among the algorithms that satisfy the settings, take the one with the least workspace that is within
-  // kTimeSlack of the fastest: the fastest is often an FFT or Winograd variant holding 100+ MB of scratch for
-  // a few percent of speed (measured on the H200 at batch 256: 222 us with 110 MB against 228 us with 21 MB),
-  // and that scratch is what made a step's peak memory exceed PyTorch's. Results come fastest first; the
-  // heuristic's come without times, so there the first usable one wins.
-  constexpr float kTimeSlack = 1.10f;
-  const Perf* pick = nullptr;
-  float fastest = 0;
+  std::vector<Algorithm> usable;
   for (int i = 0; i < returned; ++i) {
     const Perf& r = results[static_cast<std::size_t>(i)];
     if (r.status != CUDNN_STATUS_SUCCESS || r.memory > limit) continue;
     if (s.math == CUDNN_FMA_MATH && r.mathType != CUDNN_FMA_MATH) continue;
     if (s.deterministic && (r.determinism != CUDNN_DETERMINISTIC || excluded(static_cast<int>(r.algo)))) continue;
-    if (!pick) {
-      pick = &r;
-      fastest = r.time;
-    } else if (r.time > 0 && r.time <= kTimeSlack * fastest && r.memory < pick->memory) {
-      pick = &r;
-    }
+    Algorithm a;
+    a.algo = static_cast<int>(r.algo);
+    a.workspace_bytes = r.memory;
+    a.time_ms = a.cudnn_ms = may_time(s) ? r.time : 0.0f;
+    a.math = r.mathType;
+    usable.push_back(a);
   }
-  if (pick) {
-    MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), pick->mathType));
-    return {static_cast<int>(pick->algo), pick->memory, pick->time, Impl::kCudnn, pick->time};
-  }
+  if (!usable.empty()) return usable;
   throw CudaError(detail::str(kPassNames[pass], ": cuDNN offers no algorithm for ", describe(p),
                               s.deterministic ? " that is deterministic" : "",
                               s.math == CUDNN_FMA_MATH ? " in full FP32 precision (TF32 off)" : "",
@@ -364,14 +355,38 @@ void cudnn_backward_weight(const Plan& pl, const Algorithm& a, const T* x, const
                                                     ws.get(), a.workspace_bytes, &zero, pl.w.get(), dw));
 }
 
-/// cuDNN's pick timed the way the own kernels are (time_on_stream: warm-up, then the mean of three runs), so
-/// that the comparison is fair: cudnnFind times each candidate once, and those single runs varied from 62 to
-/// 84 µs for the same algorithm on the H200 (conv2's forward at batch 64, 2026-11-30).
-template <class Launch>
-Algorithm retime(Algorithm a, const Settings& s, Launch launch) {
-  if (!may_time(s)) return a;
-  a.time_ms = a.cudnn_ms = time_on_stream(launch);
-  return a;
+/// Settles cuDNN's choice among `usable` (choose_algorithm's, fastest first). The candidates within kWindow of
+/// cudnnFind's fastest (at most kMaxRetimed) are timed the way the own kernels are (time_on_stream: a warm-up,
+/// then the mean of three runs), because cudnnFind times each once and those single runs varied from 62 to 84 µs
+/// for one algorithm (conv2's forward at batch 64, H200, 2026-11-30). Then the one with the least workspace
+/// within kTimeSlack of the fastest wins: the fastest is often an FFT or Winograd variant holding 100+ MB of
+/// scratch for a few percent of speed, and that scratch sets the step's peak memory (batch 256's weight gradient
+/// on the H200: algorithm 2 with 240 MB at 181.5 µs against algorithm 1 with 66 MB at 190 µs, after cudnnFind's
+/// single runs had put algorithm 2 more than 10% ahead). Untimed (may_time false), the heuristic's first wins.
+/// `run(a)` launches candidate a; the winner's math type is left set on `conv`.
+template <class Run>
+Algorithm retime(std::vector<Algorithm> usable, const ConvolutionDescriptor& conv, const Settings& s, Run run) {
+  constexpr float kWindow = 1.5f, kTimeSlack = 1.10f;
+  constexpr std::size_t kMaxRetimed = 4;
+  std::size_t pick = 0;
+  if (may_time(s)) {
+    std::size_t n = 1;
+    while (n < std::min(usable.size(), kMaxRetimed) && usable[n].time_ms <= kWindow * usable.front().time_ms) ++n;
+    usable.resize(n);
+    for (Algorithm& a : usable) {
+      MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), a.math));
+      a.time_ms = a.cudnn_ms = time_on_stream([&] { run(a); });
+    }
+    for (std::size_t i = 1; i < n; ++i) {
+      if (usable[i].time_ms < usable[pick].time_ms) pick = i;
+    }
+    const float fastest = usable[pick].time_ms;
+    for (std::size_t i = 0; i < n; ++i) {
+      if (usable[i].time_ms <= kTimeSlack * fastest && usable[i].workspace_bytes < usable[pick].workspace_bytes) pick = i;
+    }
+  }
+  MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), usable[pick].math));
+  return usable[pick];
 }
 
 }  // namespace
@@ -383,8 +398,8 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
   cudnnHandle_t h = cudnn();
   const Plan& plan = prepare<T>(p, kForward, [&](Plan& pl, const Settings& s) {
     const ConvolutionDescriptor& conv = pl.conv[kForward];
-    Algorithm best = choose_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
-        kForward, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, s, never_excluded, p, conv,
+    Algorithm best = retime(choose_algorithm<cudnnConvolutionFwdAlgoPerf_t>(
+        kForward, CUDNN_CONVOLUTION_FWD_ALGO_COUNT, s, never_excluded, p,
         [&](int a, std::size_t* bytes) {
           return cudnnGetConvolutionForwardWorkspaceSize(h, pl.x.get(), pl.w.get(), conv.get(), pl.y.get(),
                                                          static_cast<cudnnConvolutionFwdAlgo_t>(a), bytes);
@@ -396,8 +411,8 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
         [&](int n, int* got, cudnnConvolutionFwdAlgoPerf_t* r) {
           MINIDL_CUDNN_CHECK(
               cudnnGetConvolutionForwardAlgorithm_v7(h, pl.x.get(), pl.w.get(), conv.get(), pl.y.get(), n, got, r));
-        });
-    best = retime(best, s, [&] { cudnn_forward(pl, best, x, w, bias, y, act, y_size); });
+        }),
+        conv, s, [&](const Algorithm& a) { cudnn_forward(pl, a, x, w, bias, y, act, y_size); });
     if constexpr (std::is_same<T, float>::value) {
       best = consider_own(best, s, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kForward, s),
                           [&] { igemm_conv2d_forward(p, x, w, bias, y, act); });
@@ -422,8 +437,8 @@ void conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx
   cudnnHandle_t h = cudnn();
   const Plan& plan = prepare<T>(p, kBackwardData, [&](Plan& pl, const Settings& s) {
     const ConvolutionDescriptor& conv = pl.conv[kBackwardData];
-    Algorithm best = choose_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
-        kBackwardData, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, s, nondeterministic_backward_data, p, conv,
+    Algorithm best = retime(choose_algorithm<cudnnConvolutionBwdDataAlgoPerf_t>(
+        kBackwardData, CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, s, nondeterministic_backward_data, p,
         [&](int a, std::size_t* bytes) {
           return cudnnGetConvolutionBackwardDataWorkspaceSize(h, pl.w.get(), pl.y.get(), conv.get(), pl.x.get(),
                                                               static_cast<cudnnConvolutionBwdDataAlgo_t>(a), bytes);
@@ -435,8 +450,8 @@ void conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx
         [&](int n, int* got, cudnnConvolutionBwdDataAlgoPerf_t* r) {
           MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardDataAlgorithm_v7(h, pl.w.get(), pl.y.get(), conv.get(),
                                                                          pl.x.get(), n, got, r));
-        });
-    best = retime(best, s, [&] { cudnn_backward_input(pl, best, dy, w, dx); });
+        }),
+        conv, s, [&](const Algorithm& a) { cudnn_backward_input(pl, a, dy, w, dx); });
     if constexpr (std::is_same<T, float>::value) {
       best = consider_own(best, s, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardInput, s),
                           [&] { igemm_conv2d_backward_input(p, dy, w, dx); });
@@ -459,8 +474,8 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
   cudnnHandle_t h = cudnn();
   const Plan& plan = prepare<T>(p, kBackwardFilter, [&](Plan& pl, const Settings& s) {
     const ConvolutionDescriptor& conv = pl.conv[kBackwardFilter];
-    Algorithm best = choose_algorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
-        kBackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, s, nondeterministic_backward_filter, p, conv,
+    Algorithm best = retime(choose_algorithm<cudnnConvolutionBwdFilterAlgoPerf_t>(
+        kBackwardFilter, CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, s, nondeterministic_backward_filter, p,
         [&](int a, std::size_t* bytes) {
           return cudnnGetConvolutionBackwardFilterWorkspaceSize(
               h, pl.x.get(), pl.y.get(), conv.get(), pl.w.get(), static_cast<cudnnConvolutionBwdFilterAlgo_t>(a),
@@ -473,8 +488,8 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
         [&](int n, int* got, cudnnConvolutionBwdFilterAlgoPerf_t* r) {
           MINIDL_CUDNN_CHECK(cudnnGetConvolutionBackwardFilterAlgorithm_v7(h, pl.x.get(), pl.y.get(), conv.get(),
                                                                            pl.w.get(), n, got, r));
-        });
-    best = retime(best, s, [&] { cudnn_backward_weight(pl, best, x, dy, dw); });
+        }),
+        conv, s, [&](const Algorithm& a) { cudnn_backward_weight(pl, a, x, dy, dw); });
     if constexpr (std::is_same<T, float>::value) {
       best = consider_own(best, s, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardWeight, s),
                           [&] { igemm_conv2d_backward_weight(p, x, dy, dw); });

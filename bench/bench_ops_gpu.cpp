@@ -183,7 +183,9 @@ void BM_relu(benchmark::State& state, minidl::kernels::Conv2dParams (*conv)(std:
 void BM_staged(benchmark::State& state, Pass pass) {
   guarded(state, [&] {
     const minidl::kernels::Conv2dParams p = minidl::bench::conv2(state.range(0));
-    const gpu::ConvPass which = pass == Pass::Forward ? gpu::ConvPass::kForward : gpu::ConvPass::kBackwardInput;
+    const gpu::ConvPass which = pass == Pass::Forward         ? gpu::ConvPass::kForward
+                                : pass == Pass::BackwardInput ? gpu::ConvPass::kBackwardInput
+                                                              : gpu::ConvPass::kBackwardWeight;
     const std::vector<int> choices = gpu::staged_band_choices(p, which);
     if (state.range(1) >= static_cast<std::int64_t>(choices.size())) {
       state.SkipWithError("no such band choice for this shape");
@@ -193,15 +195,18 @@ void BM_staged(benchmark::State& state, Pass pass) {
     minidl::manual_seed(0);
     const minidl::Tensor x = minidl::randn({p.N, p.C, p.H, p.W}, kDevice), w = minidl::randn({p.K, p.C, p.R, p.S}, kDevice);
     const minidl::Tensor b = minidl::randn({p.K}, kDevice), dy = minidl::randn({p.N, p.K, p.P, p.Q}, kDevice);
-    minidl::Tensor y = minidl::empty_like(dy), dx = minidl::empty_like(x);
+    minidl::Tensor y = minidl::empty_like(dy), dx = minidl::empty_like(x), dw = minidl::empty_like(w);
     const double flops = 2.0 * static_cast<double>(p.N * p.K * p.P * p.Q * p.C * p.R * p.S);
     const double bytes = 4.0 * static_cast<double>(x.numel() + w.numel() + dy.numel());
     time_on_device(state, Cost{flops, bytes}, kTf32, [&] {
       if (pass == Pass::Forward) {
         gpu::staged_conv2d_forward(p, x.data_ptr<float>(), w.data_ptr<float>(), b.data_ptr<float>(),
                                    y.data_ptr<float>(), minidl::kernels::Activation::Relu, bands);
-      } else {
+      } else if (pass == Pass::BackwardInput) {
         gpu::staged_conv2d_backward_input(p, dy.data_ptr<float>(), w.data_ptr<float>(), dx.data_ptr<float>(), bands);
+      } else {  // without the bias gradient, as the layer calls it
+        gpu::staged_conv2d_backward_weight(p, x.data_ptr<float>(), dy.data_ptr<float>(), dw.data_ptr<float>(), nullptr,
+                                           bands);
       }
     });
     state.counters["bands"] = bands;
@@ -263,9 +268,11 @@ int main(int argc, char** argv) {
     benchmark::RegisterBenchmark(("fc1" + name).c_str(), linear, minidl::bench::fc1, pass)->Apply(compute_args);
     benchmark::RegisterBenchmark(("fc2" + name).c_str(), linear, minidl::bench::fc2, pass)->Apply(compute_args);
   }
-  for (Pass pass : {Pass::Forward, Pass::BackwardInput}) {
-    benchmark::RegisterBenchmark(pass == Pass::Forward ? "conv2/staged_forward" : "conv2/staged_backward_input",
-                                 BM_staged, pass)
+  for (Pass pass : {Pass::Forward, Pass::BackwardInput, Pass::BackwardWeight}) {
+    const char* const name = pass == Pass::Forward         ? "conv2/staged_forward"
+                             : pass == Pass::BackwardInput ? "conv2/staged_backward_input"
+                                                           : "conv2/staged_backward_weight";
+    benchmark::RegisterBenchmark(name, BM_staged, pass)
         ->ArgNames({"batch", "choice"})
         ->ArgsProduct({{64, 256}, {0, 1, 2}})
         ->UseManualTime()

@@ -413,12 +413,14 @@ std::vector<ConvCase> staged_cases() {
   cases.push_back({"many_bands_pad1", 2, 64, 40, 44, 40, 3, 3, 1, 1, 1, 1});
   cases.push_back({"stride2_dilation2_pad2", 3, 5, 17, 19, 33, 3, 3, 2, 2, 2, 2, 2, 2});
   cases.push_back({"one_image_mnist_conv2", 1, 32, 26, 26, 64, 3, 3});  // more bands so that blocks fill the GPU
+  // 7x6 images and 6x5 outputs: the weight gradient copies x and dy 8 bytes at a time.
+  cases.push_back({"pairs_of_floats_K40", 3, 12, 7, 6, 40, 2, 2});
   return cases;
 }
 
 TEST_F(GpuTest, StagedConv2dMatchesReference) {
   std::mt19937 rng(2468);
-  int covered[2] = {0, 0};
+  int covered[3] = {0, 0, 0};
   for (const ConvCase& c : staged_cases()) {
     SCOPED_TRACE(c.name);
     const ConvProblem<float> prob(c, rng);
@@ -443,14 +445,53 @@ TEST_F(GpuTest, StagedConv2dMatchesReference) {
       gpu::staged_conv2d_backward_input(p, dy.get(), w.get(), dx.get(), bands);
       expect_all_close(dx.host(), prob.dx_ref, "dx", kTf32.rtol, kTf32.atol, &prob.dx_mag, kTf32.sum_rtol);
     }
-    if (c.groups == 1) EXPECT_FALSE(gpu::staged_band_choices(p, gpu::ConvPass::kForward).empty());
+    for (int bands : gpu::staged_band_choices(p, gpu::ConvPass::kBackwardWeight)) {
+      SCOPED_TRACE(::testing::Message() << bands << " bands (weight gradient)");
+      ++covered[2];
+      DeviceBuffer<float> dw1(prob.ws), dw2(prob.ws), dw_alone(prob.ws), db1(p.K), db2(p.K);
+      gpu::staged_conv2d_backward_weight(p, x.get(), dy.get(), dw1.get(), db1.get(), bands);
+      expect_all_close(dw1.host(), prob.dw_ref, "dw", kTf32.rtol, kTf32.atol, &prob.dw_mag, kTf32.sum_rtol);
+      // The bias gradient adds dy in fp32 (no tensor cores): full precision.
+      const ConvTolerance fp32 = full_precision<float>();
+      expect_all_close(db1.host(), prob.db_ref, "dbias", fp32.rtol, fp32.atol, &prob.db_mag, fp32.sum_rtol);
+      gpu::staged_conv2d_backward_weight(p, x.get(), dy.get(), dw2.get(), db2.get(), bands);
+      EXPECT_EQ(dw1.host(), dw2.host());  // partial sums added in a fixed order: bitwise repeatable
+      EXPECT_EQ(db1.host(), db2.host());
+      gpu::staged_conv2d_backward_weight(p, x.get(), dy.get(), dw_alone.get(), nullptr, bands);
+      EXPECT_EQ(dw1.host(), dw_alone.host());  // the bias gradient changes nothing else
+    }
+    if (c.groups == 1) {
+      EXPECT_FALSE(gpu::staged_band_choices(p, gpu::ConvPass::kForward).empty());
+      EXPECT_FALSE(gpu::staged_band_choices(p, gpu::ConvPass::kBackwardWeight).empty());
+    }
     if (c.groups == 1 && c.sh == 1 && c.sw == 1) {
       EXPECT_FALSE(gpu::staged_band_choices(p, gpu::ConvPass::kBackwardInput).empty());
     }
   }
   // Everything but the grouped cases, and for the input gradient the strided ones, at one band choice or more.
-  EXPECT_GE(covered[0], 15);
-  EXPECT_GE(covered[1], 12);
+  EXPECT_GE(covered[0], 16);
+  EXPECT_GE(covered[1], 13);
+  EXPECT_GE(covered[2], 16);
+}
+
+// The weight gradient copies 16 bytes at a time where the tensors' alignment allows, 8 or 4 otherwise: tensors
+// one float past an allocation's start (tensor views may start anywhere) take the narrower copies.
+TEST_F(GpuTest, StagedWeightGradientOfMisalignedTensors) {
+  std::mt19937 rng(1357);
+  const ConvProblem<float> prob({"mnist_conv2_misaligned", 4, 32, 26, 26, 64, 3, 3}, rng);
+  const kernels::Conv2dParams& p = prob.p;
+  std::vector<float> x(prob.x), dy(prob.dy);
+  x.insert(x.begin(), 0.f);
+  dy.insert(dy.begin(), 0.f);
+  const DeviceBuffer<float> x_at(x), dy_at(dy);
+  for (int bands : gpu::staged_band_choices(p, gpu::ConvPass::kBackwardWeight)) {
+    SCOPED_TRACE(::testing::Message() << bands << " bands");
+    DeviceBuffer<float> dw(prob.ws), db(p.K);
+    gpu::staged_conv2d_backward_weight(p, x_at.get() + 1, dy_at.get() + 1, dw.get(), db.get(), bands);
+    expect_all_close(dw.host(), prob.dw_ref, "dw", kTf32.rtol, kTf32.atol, &prob.dw_mag, kTf32.sum_rtol);
+    const ConvTolerance fp32 = full_precision<float>();
+    expect_all_close(db.host(), prob.db_ref, "dbias", fp32.rtol, fp32.atol, &prob.db_mag, fp32.sum_rtol);
+  }
 }
 
 TEST_F(GpuTest, StagedDeclinesWhatItDoesNotHandle) {
@@ -462,17 +503,25 @@ TEST_F(GpuTest, StagedDeclinesWhatItDoesNotHandle) {
   p.finalize("test conv");
   EXPECT_TRUE(supports(p, gpu::ConvPass::kForward));
   EXPECT_TRUE(supports(p, gpu::ConvPass::kBackwardInput));
-  EXPECT_FALSE(supports(p, gpu::ConvPass::kBackwardWeight));
+  EXPECT_TRUE(supports(p, gpu::ConvPass::kBackwardWeight));
   p.stride_h = 2;
   p.finalize("test conv");
   EXPECT_TRUE(supports(p, gpu::ConvPass::kForward));
   EXPECT_FALSE(supports(p, gpu::ConvPass::kBackwardInput));  // strided input gradient
+  EXPECT_TRUE(supports(p, gpu::ConvPass::kBackwardWeight));
   p.stride_h = 1, p.groups = 2;
   p.finalize("test conv");
   EXPECT_FALSE(supports(p, gpu::ConvPass::kForward));
+  EXPECT_FALSE(supports(p, gpu::ConvPass::kBackwardWeight));
   p.groups = 1, p.C = 2048;  // 32 channels' weights of a 2048 x 3 x 3 reduction: 2.4 MB, more than shared memory
   p.finalize("test conv");
   EXPECT_FALSE(supports(p, gpu::ConvPass::kForward));
+  EXPECT_TRUE(supports(p, gpu::ConvPass::kBackwardWeight));  // a block takes 96 of the 18432 columns
+  p.C = 4, p.H = p.W = 1024, p.R = p.S = 40, p.pad_h = p.pad_w = 0;
+  p.finalize("test conv");
+  // The shortest band (16 pixels) reads 41 rows of 1024 floats of the 2 channels a block's columns span: 336 KB,
+  // more than shared memory.
+  EXPECT_FALSE(supports(p, gpu::ConvPass::kBackwardWeight));
 }
 
 TEST_F(GpuTest, StagedRejectsABandCountItDidNotOffer) {
@@ -483,6 +532,12 @@ TEST_F(GpuTest, StagedRejectsABandCountItDidNotOffer) {
   DeviceBuffer<float> y(2 * 6 * 49);
   EXPECT_THROW(gpu::staged_conv2d_forward(p, x.get(), w.get(), nullptr, y.get(), kNoAct, 0), ValueError);
   EXPECT_THROW(gpu::staged_conv2d_forward(p, x.get(), w.get(), nullptr, y.get(), kNoAct, 8), ValueError);  // 7 rows
+  const DeviceBuffer<float> dy(2 * 6 * 49);
+  DeviceBuffer<float> dw(6 * 4 * 9);
+  // 49 pixels: bands of 64, 32 or 16 pixels give 1, 2 and 4 bands; 3 bands would be 32 pixels long as well.
+  for (int bands : {0, 3, 50}) {
+    EXPECT_THROW(gpu::staged_conv2d_backward_weight(p, x.get(), dy.get(), dw.get(), nullptr, bands), ValueError);
+  }
 }
 
 // Through the public entry points with TF32 on: whichever of cuDNN and the own kernel the search picks per

@@ -10,6 +10,7 @@
 #include "core/generator.h"
 #include "cuda/activation.h"
 #include "cuda/context.h"
+#include "cuda/matmul.h"
 #include "kernels/backend.h"
 #include "kernels/dispatch_types.h"
 #include "minidl/cuda.h"
@@ -472,22 +473,17 @@ void matmul(const Tensor& a, const Tensor& b, Tensor& out, i64 batch, i64 m, i64
                  " exceeds cuBLAS's limit of ", std::numeric_limits<int>::max(), " (shapes ", shape_str(a.sizes()),
                  " and ", shape_str(b.sizes()), ")");
   }
+  // float32 goes through cuBLASLt with an algorithm timed per shape (matmul.cu).
+  if (out.dtype() == kFloat32) {
+    return lt_matmul(a.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(), batch, m, n, k, ta, tb);
+  }
   // Row-major C = op(A)·op(B) is column-major C^T = op(B)^T·op(A)^T: swap the operands, keep the flags.
   const cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
   const int ldb = static_cast<int>(tb ? k : n), lda = static_cast<int>(ta ? m : k), ldc = static_cast<int>(n);
-  cublasHandle_t h = cublas();
-  if (out.dtype() == kFloat32) {
-    const float alpha = 1.f, beta = 0.f;
-    const cublasComputeType_t ct = cuda::allow_tf32_matmul() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F;
-    MINIDL_CUBLAS_CHECK(cublasGemmStridedBatchedEx(h, opb, opa, (int)n, (int)m, (int)k, &alpha, b.data_ptr(), CUDA_R_32F,
-                                                   ldb, k * n, a.data_ptr(), CUDA_R_32F, lda, m * k, &beta, out.data_ptr(),
-                                                   CUDA_R_32F, ldc, m * n, (int)batch, ct, CUBLAS_GEMM_DEFAULT));
-  } else {
-    const double alpha = 1.0, beta = 0.0;
-    MINIDL_CUBLAS_CHECK(cublasDgemmStridedBatched(h, opb, opa, (int)n, (int)m, (int)k, &alpha, b.data_ptr<double>(), ldb,
-                                                  k * n, a.data_ptr<double>(), lda, m * k, &beta,
-                                                  out.data_ptr<double>(), ldc, m * n, (int)batch));
-  }
+  const double alpha = 1.0, beta = 0.0;
+  MINIDL_CUBLAS_CHECK(cublasDgemmStridedBatched(cublas(), opb, opa, (int)n, (int)m, (int)k, &alpha, b.data_ptr<double>(),
+                                                ldb, k * n, a.data_ptr<double>(), lda, m * k, &beta,
+                                                out.data_ptr<double>(), ldc, m * n, (int)batch));
 }
 
 void transpose(const Tensor& x, Tensor& out, i64 A, i64 d0, i64 B, i64 d1, i64 C) {

@@ -493,11 +493,17 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
     if constexpr (std::is_same<T, float>::value) {
       best = consider_own(best, s, Impl::kImplicitGemm, igemm_applies(p, ConvPass::kBackwardWeight, s),
                           [&] { igemm_conv2d_backward_weight(p, x, dy, dw); });
+      // Timed without the bias gradient, which the layer computes apart (src/layers/conv2d.cpp).
+      best = consider_staged(best, p, ConvPass::kBackwardWeight, s,
+                             [&](int bands) { staged_conv2d_backward_weight(p, x, dy, dw, nullptr, bands); });
     }
     return consider_own(best, s, Impl::kDirect, direct_conv_supports(p),
                         [&] { direct_conv2d_backward_weight(p, x, dy, dw); });
   });
   const Algorithm& a = plan.algo[kBackwardFilter];
+  if constexpr (std::is_same<T, float>::value) {  // the staged kernel sums dy for the bias gradient itself
+    if (a.impl == Impl::kStaged) return staged_conv2d_backward_weight(p, x, dy, dw, dbias, a.bands);
+  }
   const T one = 1, zero = 0;
   if (a.impl == Impl::kDirect) {
     direct_conv2d_backward_weight(p, x, dy, dw);

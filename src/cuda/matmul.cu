@@ -1,0 +1,333 @@
+// float32 matrix products through cuBLASLt, with the algorithm chosen once per shape.
+//
+// Why: cuBLAS's default choice is not the fastest for the skinny products of a small network. The example CNN's
+// fc1 at batch 64 (64x9216 times 9216x128) ran as a SIMT sgemm of 13 us plus a split-K reduction of 5.5 us,
+// and its backward products took 9-11 us, where 2-3 us is the floor (H200). So, as the convolutions do
+// (conv2d.cpp), the first call of each shape asks cuBLASLt's heuristic for up to kMaxCandidates algorithms, runs
+// each on the real buffers and keeps the fastest; later calls only launch it.
+//
+// A plan is keyed by the shape (batch, m, n, k, transposes), the compute type (TF32 or full FP32), whether
+// candidates may be timed (cuda::cudnn_benchmark(), the switch the convolutions use: each setting keeps its own
+// choices), the alignment of the three pointers (the heuristic only offers algorithms the buffers' alignment
+// allows, and views such as a data loader's batch rows start anywhere), and the device. With the benchmark
+// setting off, or during CUDA-graph capture (where nothing runs, so nothing can be timed), the heuristic's first
+// algorithm is taken and kept: run one step eagerly before capturing to get the measured choice.
+//
+// The deterministic setting needs no filter here: cuBLAS documents every routine as bitwise reproducible from
+// run to run on one stream (its "Results reproducibility" section; cublasLtMatmul given its own workspace, as
+// here), and no cuBLASLt split-K reduction scheme adds with atomics: INPLACE orders the parts with counters
+// ("to guarantee the sequentiality", cublasLt.h), COMPUTE_TYPE and OUTPUT_TYPE reduce in a separate pass.
+#include "cuda/matmul.h"
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "cuda/context.h"
+#include "minidl/cuda.h"
+
+namespace minidl {
+namespace gpu {
+
+cublasLtHandle_t cublaslt() {
+  static std::mutex mutex;
+  static std::vector<cublasLtHandle_t> handles;  // never destroyed: plans and tensors may outlive statics
+  const int dev = current_device();
+  std::lock_guard<std::mutex> lock(mutex);
+  if (static_cast<int>(handles.size()) <= dev) handles.resize(static_cast<std::size_t>(dev) + 1, nullptr);
+  cublasLtHandle_t& h = handles[static_cast<std::size_t>(dev)];
+  if (!h) MINIDL_CUBLAS_CHECK(cublasLtCreate(&h));
+  return h;
+}
+
+namespace {
+
+// A split-K algorithm's scratch is a few partial output tiles; more than this is not worth holding.
+constexpr std::size_t kMaxWorkspaceBytes = std::size_t{32} << 20;
+// The heuristic's ranking rarely puts the fastest beyond its first few (most alternatives differ in tile shape
+// and split count); each candidate costs a few runs at the shape's first use.
+constexpr int kMaxCandidates = 8;
+// Pointer alignment the key distinguishes: 16 bytes allows the vectorised and TMA loads; beyond that nothing
+// changes. Float pointers are 4-byte aligned at least.
+constexpr std::uintptr_t kMaxAlignment = 16;
+
+struct DescDeleter {
+  void operator()(cublasLtMatmulDesc_t d) const { cublasLtMatmulDescDestroy(d); }
+};
+struct LayoutDeleter {
+  void operator()(cublasLtMatrixLayout_t l) const { cublasLtMatrixLayoutDestroy(l); }
+};
+struct PreferenceDeleter {
+  void operator()(cublasLtMatmulPreference_t p) const { cublasLtMatmulPreferenceDestroy(p); }
+};
+using MatmulDesc = std::unique_ptr<cublasLtMatmulDescOpaque_t, DescDeleter>;
+using Layout = std::unique_ptr<cublasLtMatrixLayoutOpaque_t, LayoutDeleter>;
+using Preference = std::unique_ptr<cublasLtMatmulPreferenceOpaque_t, PreferenceDeleter>;
+
+/// A column-major rows x cols float matrix with leading dimension ld, repeated `batch` times `stride` apart.
+Layout make_layout(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::int64_t batch, std::int64_t stride) {
+  cublasLtMatrixLayout_t raw = nullptr;
+  MINIDL_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&raw, CUDA_R_32F, static_cast<std::uint64_t>(rows),
+                                                 static_cast<std::uint64_t>(cols), ld));
+  Layout layout(raw);
+  if (batch > 1) {
+    const auto count = static_cast<std::int32_t>(batch);
+    MINIDL_CUBLAS_CHECK(
+        cublasLtMatrixLayoutSetAttribute(raw, CUBLASLT_MATRIX_LAYOUT_BATCH_COUNT, &count, sizeof(count)));
+    MINIDL_CUBLAS_CHECK(cublasLtMatrixLayoutSetAttribute(raw, CUBLASLT_MATRIX_LAYOUT_STRIDED_BATCH_OFFSET, &stride,
+                                                         sizeof(stride)));
+  }
+  return layout;
+}
+
+/// One product's shape as the caller sees it (row-major), and what else decides the algorithm.
+struct Problem {
+  std::int64_t batch, m, n, k;
+  bool ta, tb;
+  cublasComputeType_t compute;
+  bool benchmark;
+  std::uint32_t align_a, align_b, align_out;  // bytes
+};
+
+std::uint32_t alignment(const void* p) {
+  const auto v = reinterpret_cast<std::uintptr_t>(p);
+  std::uintptr_t a = kMaxAlignment;
+  while (v % a != 0) a /= 2;
+  return static_cast<std::uint32_t>(a);
+}
+
+std::string describe(const Problem& p) {
+  return detail::str("matmul batch ", p.batch, ", ", p.m, "x", p.k, (p.ta ? " (a transposed)" : ""), " times ", p.k,
+                     "x", p.n, (p.tb ? " (b transposed)" : ""), ", float32",
+                     p.compute == CUBLAS_COMPUTE_32F_FAST_TF32 ? ", TF32 allowed" : "", ", alignment ", p.align_a,
+                     "/", p.align_b, "/", p.align_out, " bytes", p.benchmark ? "" : ", benchmark off");
+}
+
+/// Descriptors of one problem, created once, and its chosen algorithm.
+struct Plan {
+  // Row-major out = op(a)·op(b) is column-major out^T = op(b)^T·op(a)^T: cuBLASLt's A is minidl's b and its B
+  // is minidl's a, each with its own transpose flag; out^T is n x m with leading dimension n.
+  MatmulDesc desc;
+  Layout lt_a, lt_b, lt_c;
+  bool chosen = false;
+  cublasLtMatmulAlgo_t algo{};
+  std::size_t workspace_bytes = 0;
+  float time_ms = 0;       // 0 when chosen untimed
+  float heuristic_ms = 0;  // the heuristic's first's time, for the report
+  int candidates = 0;
+
+  explicit Plan(const Problem& p) {
+    cublasLtMatmulDesc_t raw = nullptr;
+    MINIDL_CUBLAS_CHECK(cublasLtMatmulDescCreate(&raw, p.compute, CUDA_R_32F));
+    desc.reset(raw);
+    const std::int32_t op_b = p.tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = p.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+    MINIDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(raw, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)));
+    MINIDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(raw, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)));
+    lt_a = p.tb ? make_layout(p.k, p.n, p.k, p.batch, p.k * p.n) : make_layout(p.n, p.k, p.n, p.batch, p.k * p.n);
+    lt_b = p.ta ? make_layout(p.m, p.k, p.m, p.batch, p.m * p.k) : make_layout(p.k, p.m, p.k, p.batch, p.m * p.k);
+    lt_c = make_layout(p.n, p.m, p.n, p.batch, p.m * p.n);
+  }
+};
+
+cublasStatus_t run(const Plan& pl, const cublasLtMatmulAlgo_t& algo, void* workspace, std::size_t workspace_bytes,
+                   const float* a, const float* b, float* out) {
+  const float one = 1.f, zero = 0.f;
+  return cublasLtMatmul(cublaslt(), pl.desc.get(), &one, b, pl.lt_a.get(), a, pl.lt_b.get(), &zero, out,
+                        pl.lt_c.get(), out, pl.lt_c.get(), &algo, workspace, workspace_bytes, stream());
+}
+
+bool stream_is_capturing() {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  MINIDL_CUDA_CHECK(cudaStreamIsCapturing(stream(), &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
+/// cuBLASLt's candidates for the problem, best first by its own estimate, each within the workspace cap.
+std::vector<cublasLtMatmulHeuristicResult_t> candidates(const Plan& pl, const Problem& p) {
+  cublasLtMatmulPreference_t raw = nullptr;
+  MINIDL_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&raw));
+  const Preference pref(raw);
+  const std::uint64_t max_workspace = kMaxWorkspaceBytes;
+  MINIDL_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(raw, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES,
+                                                           &max_workspace, sizeof(max_workspace)));
+  // The heuristic assumes 256-byte aligned buffers unless told otherwise. (cuBLASLt's A is minidl's b.)
+  const std::pair<cublasLtMatmulPreferenceAttributes_t, std::uint32_t> aligns[] = {
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_A_BYTES, p.align_b},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_B_BYTES, p.align_a},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_C_BYTES, p.align_out},
+      {CUBLASLT_MATMUL_PREF_MIN_ALIGNMENT_D_BYTES, p.align_out}};
+  for (const auto& [attr, bytes] : aligns) {
+    MINIDL_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(raw, attr, &bytes, sizeof(bytes)));
+  }
+  std::vector<cublasLtMatmulHeuristicResult_t> results(kMaxCandidates);
+  int returned = 0;
+  const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(cublaslt(), pl.desc.get(), pl.lt_a.get(), pl.lt_b.get(),
+                                                           pl.lt_c.get(), pl.lt_c.get(), raw, kMaxCandidates,
+                                                           results.data(), &returned);
+  if (st != CUBLAS_STATUS_NOT_SUPPORTED) MINIDL_CUBLAS_CHECK(st);  // NOT_SUPPORTED: no candidate, reported below
+  std::vector<cublasLtMatmulHeuristicResult_t> usable;
+  for (int i = 0; i < returned; ++i) {
+    const cublasLtMatmulHeuristicResult_t& r = results[static_cast<std::size_t>(i)];
+    if (r.state == CUBLAS_STATUS_SUCCESS && r.workspaceSize <= kMaxWorkspaceBytes) usable.push_back(r);
+  }
+  if (!usable.empty()) return usable;
+  throw CudaError(detail::str(describe(p), ": cuBLASLt offers no algorithm within a workspace of ",
+                              kMaxWorkspaceBytes, " bytes (", returned, " candidates)"));
+}
+
+/// Spins for `ns` nanoseconds, so that the timed runs queued behind it start back to back.
+__global__ void hold_stream_kernel(unsigned long long ns) {
+  unsigned long long start = 0, now = 0;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
+  do {
+    __nanosleep(1000);
+    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
+  } while (now - start < ns);
+}
+
+/// Milliseconds per run of `launch` on stream(): the mean of kRuns runs after a warm-up run. The products are
+/// a few microseconds long, about as long as the host takes to queue one, so timed as conv2d.cpp times its
+/// kernels the events would measure the host's launch rate; a kernel holding the stream first lets the host queue
+/// every timed run before the first one starts. Returns a negative time when the warm-up run fails (the
+/// candidate is then skipped).
+template <class Launch>
+float time_on_stream(Launch launch) {
+  constexpr int kRuns = 5;
+  constexpr unsigned long long kHoldNs = 200'000;  // well above the time to queue kRuns products
+  if (launch() != CUBLAS_STATUS_SUCCESS) return -1.f;
+  struct Events {
+    cudaEvent_t start = nullptr, stop = nullptr;
+    ~Events() {
+      if (start) cudaEventDestroy(start);
+      if (stop) cudaEventDestroy(stop);
+    }
+  } e;
+  MINIDL_CUDA_CHECK(cudaEventCreate(&e.start));
+  MINIDL_CUDA_CHECK(cudaEventCreate(&e.stop));
+  hold_stream_kernel<<<1, 1, 0, stream()>>>(kHoldNs);
+  MINIDL_CUDA_KERNEL_CHECK();
+  MINIDL_CUDA_CHECK(cudaEventRecord(e.start, stream()));
+  for (int i = 0; i < kRuns; ++i) MINIDL_CUBLAS_CHECK(launch());
+  MINIDL_CUDA_CHECK(cudaEventRecord(e.stop, stream()));
+  MINIDL_CUDA_CHECK(cudaEventSynchronize(e.stop));
+  float ms = 0;
+  MINIDL_CUDA_CHECK(cudaEventElapsedTime(&ms, e.start, e.stop));
+  return ms / kRuns;
+}
+
+/// Chooses pl's algorithm: the heuristic's first when nothing may be timed, else the fastest candidate on the
+/// real buffers (ties go to the heuristic's order).
+void choose(Plan& pl, const Problem& p, const float* a, const float* b, float* out) {
+  const std::vector<cublasLtMatmulHeuristicResult_t> usable = candidates(pl, p);
+  pl.candidates = static_cast<int>(usable.size());
+  std::size_t pick = 0;
+  if (p.benchmark && !stream_is_capturing()) {
+    std::size_t bytes = 0;
+    for (const auto& r : usable) bytes = std::max(bytes, r.workspaceSize);
+    const Workspace ws(bytes, "the cuBLASLt algorithm search's workspace");
+    float best = std::numeric_limits<float>::infinity();
+    for (std::size_t i = 0; i < usable.size(); ++i) {
+      const float ms = time_on_stream([&] { return run(pl, usable[i].algo, ws.get(), bytes, a, b, out); });
+      if (i == 0) pl.heuristic_ms = ms;
+      if (ms >= 0 && ms < best) {
+        best = ms;
+        pick = i;
+      }
+    }
+    MINIDL_CHECK(best < std::numeric_limits<float>::infinity(), CudaError, describe(p), ": none of cuBLASLt's ",
+                 usable.size(), " candidate algorithms ran");
+    pl.time_ms = best;
+  }
+  pl.algo = usable[pick].algo;
+  pl.workspace_bytes = usable[pick].workspaceSize;
+}
+
+using Key = std::array<std::int64_t, 12>;
+
+Key make_key(const Problem& p) {
+  return {p.batch, p.m, p.n, p.k, p.ta, p.tb, static_cast<std::int64_t>(p.compute), p.benchmark, p.align_a,
+          p.align_b, p.align_out, current_device()};
+}
+
+/// Every plan of the process; plans live until the process ends and are not changed once chosen, so callers
+/// use them outside the lock.
+struct PlanCache {
+  std::mutex mutex;
+  std::map<Key, std::pair<Problem, std::unique_ptr<Plan>>> plans;
+};
+PlanCache& plan_cache() {
+  static PlanCache cache;
+  return cache;
+}
+
+template <class T>
+T algo_config(const cublasLtMatmulAlgo_t& algo, cublasLtMatmulAlgoConfigAttributes_t attr) {
+  T v{};
+  std::size_t written = 0;
+  MINIDL_CUBLAS_CHECK(cublasLtMatmulAlgoConfigGetAttribute(&algo, attr, &v, sizeof(v), &written));
+  return v;
+}
+
+std::string describe_choice(const Plan& pl) {
+  std::string s = detail::str(
+      "cuBLASLt algorithm ", algo_config<std::int32_t>(pl.algo, CUBLASLT_ALGO_CONFIG_ID), " (tile ",
+      algo_config<std::uint32_t>(pl.algo, CUBLASLT_ALGO_CONFIG_TILE_ID), ", split-K ",
+      algo_config<std::int32_t>(pl.algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM), ", reduction scheme ",
+      algo_config<std::uint32_t>(pl.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME), "), workspace ", pl.workspace_bytes,
+      " bytes");
+  if (pl.time_ms <= 0) {
+    return s + ", chosen untimed (benchmark off, or first seen during graph capture) from " +
+           std::to_string(pl.candidates) + " candidates";
+  }
+  const std::string first = pl.heuristic_ms < 0 ? "failed to run" : detail::str(pl.heuristic_ms, " ms");
+  return s + detail::str(", ", pl.time_ms, " ms (heuristic's first: ", first, "; ", pl.candidates, " candidates)");
+}
+
+}  // namespace
+
+void lt_matmul(const float* a, const float* b, float* out, std::int64_t batch, std::int64_t m, std::int64_t n,
+               std::int64_t k, bool ta, bool tb) {
+  if (k == 0) {  // an empty sum; cuBLASLt rejects zero-sized layouts
+    MINIDL_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(batch * m * n) * sizeof(float), stream()));
+    return;
+  }
+  const Problem p{batch, m, n, k, ta, tb,
+                  cuda::allow_tf32_matmul() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
+                  cuda::cudnn_benchmark(), alignment(a), alignment(b), alignment(out)};
+  const Plan* plan = nullptr;
+  {
+    PlanCache& cache = plan_cache();
+    std::lock_guard<std::mutex> lock(cache.mutex);
+    auto& entry = cache.plans[make_key(p)];
+    if (!entry.second) entry = {p, std::make_unique<Plan>(p)};
+    if (!entry.second->chosen) {
+      choose(*entry.second, p, a, b, out);
+      entry.second->chosen = true;
+    }
+    plan = entry.second.get();
+  }
+  const Workspace ws(plan->workspace_bytes, "the cuBLASLt workspace");
+  MINIDL_CUBLAS_CHECK(run(*plan, plan->algo, ws.get(), plan->workspace_bytes, a, b, out));
+}
+
+std::vector<std::string> matmul_algorithm_choices() {
+  PlanCache& cache = plan_cache();
+  std::lock_guard<std::mutex> lock(cache.mutex);
+  std::vector<std::string> lines;
+  for (const auto& [key, entry] : cache.plans) {
+    if (entry.second && entry.second->chosen) {
+      lines.push_back(detail::str(describe(entry.first), ", cuda:", key.back(), ": ", describe_choice(*entry.second)));
+    }
+  }
+  return lines;
+}
+
+}  // namespace gpu
+}  // namespace minidl

@@ -161,6 +161,13 @@ TEST(FusedLayers, NamesAndPrinting) {
 TEST(FusedLayers, BadShapesAreRejectedLikeTheUnfusedOps) {
   const Tensor x = random_tensor({2, 3, 8, 8}, kFloat32), w = random_tensor({4, 2, 3, 3}, kFloat32);
   EXPECT_THROW(F::conv2d_relu(x, w), ValueError);  // 3 input channels, weight expects 2
+  try {
+    F::conv2d_relu(x, w);
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("conv2d_relu: weight of shape [4, 2, 3, 3] expects 2 input channels"),
+              std::string::npos)
+        << e.what();
+  }
   EXPECT_THROW(F::linear_relu(random_tensor({2, 5}, kFloat32), random_tensor({3, 4}, kFloat32)), ValueError);
   EXPECT_THROW(F::linear_relu(random_tensor({2, 4}, kFloat32), random_tensor({3, 4}, kFloat32),
                               random_tensor({2}, kFloat32)),

@@ -20,14 +20,15 @@ namespace {
 
 Tensor conv2d_with(const Tensor& input, const Tensor& weight, const Tensor& bias, ExpandingArray2 stride,
                    ExpandingArray2 padding, ExpandingArray2 dilation, std::int64_t groups, kernels::Activation act) {
-  ops::check_same(input, weight, "conv2d");
-  ops::check_floating(input, "conv2d");
-  MINIDL_CHECK(input.dim() == 4, ValueError, "conv2d: input must be (N, C, H, W), found shape ", shape_str(input.sizes()));
-  MINIDL_CHECK(weight.dim() == 4, ValueError, "conv2d: weight must be (out_channels, in_channels/groups, kH, kW), found ",
+  const char* op = act == kernels::Activation::Relu ? "conv2d_relu" : "conv2d";  // names the op in every message
+  ops::check_same(input, weight, op);
+  ops::check_floating(input, op);
+  MINIDL_CHECK(input.dim() == 4, ValueError, op, ": input must be (N, C, H, W), found shape ", shape_str(input.sizes()));
+  MINIDL_CHECK(weight.dim() == 4, ValueError, op, ": weight must be (out_channels, in_channels/groups, kH, kW), found ",
                shape_str(weight.sizes()));
-  MINIDL_CHECK(groups > 0 && input.size(1) % groups == 0, ValueError, "conv2d: input of shape ", shape_str(input.sizes()),
+  MINIDL_CHECK(groups > 0 && input.size(1) % groups == 0, ValueError, op, ": input of shape ", shape_str(input.sizes()),
                " has ", input.size(1), " channels, which groups (", groups, ") must divide");
-  MINIDL_CHECK(weight.size(1) * groups == input.size(1), ValueError, "conv2d: weight of shape ", shape_str(weight.sizes()),
+  MINIDL_CHECK(weight.size(1) * groups == input.size(1), ValueError, op, ": weight of shape ", shape_str(weight.sizes()),
                " expects ", weight.size(1) * groups, " input channels (groups=", groups, "), input of shape ",
                shape_str(input.sizes()), " has ", input.size(1));
   kernels::Conv2dParams p;
@@ -35,18 +36,18 @@ Tensor conv2d_with(const Tensor& input, const Tensor& weight, const Tensor& bias
   p.K = weight.size(0); p.R = weight.size(2); p.S = weight.size(3);
   p.stride_h = stride.h; p.stride_w = stride.w; p.pad_h = padding.h; p.pad_w = padding.w;
   p.dil_h = dilation.h; p.dil_w = dilation.w; p.groups = groups;
-  p.finalize("conv2d");
+  p.finalize(op);
   if (bias.defined()) {
-    ops::check_same(input, bias, "conv2d (bias)");
-    MINIDL_CHECK(bias.dim() == 1 && bias.size(0) == p.K, ValueError, "conv2d: bias must have shape [", p.K, "], found ",
+    ops::check_same(input, bias, detail::str(op, " (bias)").c_str());
+    MINIDL_CHECK(bias.dim() == 1 && bias.size(0) == p.K, ValueError, op, ": bias must have shape [", p.K, "], found ",
                  shape_str(bias.sizes()));
   }
   Tensor out = ops::empty_as({p.N, p.K, p.P, p.Q}, input);
   MINIDL_LAYER_KERNEL(input, conv2d_forward, p, layers::ptr<T>(input), layers::ptr<T>(weight), layers::ptr<T>(bias),
                       layers::ptr<T>(out), act);
   const bool relu = act == kernels::Activation::Relu;
-  autograd::SavedTensor sx(input, "conv2d"), sw(weight, "conv2d");
-  autograd::SavedTensor sy = relu ? autograd::SavedTensor(out, "conv2d_relu") : autograd::SavedTensor();
+  autograd::SavedTensor sx(input, op), sw(weight, op);
+  autograd::SavedTensor sy = relu ? autograd::SavedTensor(out, op) : autograd::SavedTensor();
   const bool need_x = input.requires_grad(), need_w = weight.requires_grad(), need_b = bias.defined() && bias.requires_grad();
   return autograd::record(out, relu ? "ConvReLU2dBackward" : "Conv2dBackward", {input, weight, bias},
                           [=](const Tensor& g_out) {

@@ -11,11 +11,12 @@ namespace functional {
 namespace {
 
 Tensor linear_with(const Tensor& input, const Tensor& weight, const Tensor& bias, bool relu) {
-  ops::check_same(input, weight, "linear");
-  ops::check_floating(input, "linear");
-  MINIDL_CHECK(weight.dim() == 2, ValueError, "linear: weight must be (out_features, in_features), found shape ",
+  const char* op = relu ? "linear_relu" : "linear";  // names the op in every message
+  ops::check_same(input, weight, op);
+  ops::check_floating(input, op);
+  MINIDL_CHECK(weight.dim() == 2, ValueError, op, ": weight must be (out_features, in_features), found shape ",
                shape_str(weight.sizes()));
-  MINIDL_CHECK(input.dim() >= 1 && input.size(-1) == weight.size(1), ValueError, "linear: input of shape ",
+  MINIDL_CHECK(input.dim() >= 1 && input.size(-1) == weight.size(1), ValueError, op, ": input of shape ",
                shape_str(input.sizes()), " has ", input.dim() ? input.size(-1) : 0, " features, weight expects ",
                weight.size(1));
   const std::int64_t in = weight.size(1), out_f = weight.size(0), rows = input.numel() / std::max<std::int64_t>(in, 1);
@@ -23,15 +24,15 @@ Tensor linear_with(const Tensor& input, const Tensor& weight, const Tensor& bias
   out_shape.back() = out_f;
   Tensor out = ops::gemm(input, weight, 1, rows, out_f, in, false, true, out_shape);
   if (bias.defined()) {
-    ops::check_same(out, bias, "linear (bias)");
-    MINIDL_CHECK(bias.dim() == 1 && bias.size(0) == out_f, ValueError, "linear: bias must have shape [", out_f,
+    ops::check_same(out, bias, detail::str(op, " (bias)").c_str());
+    MINIDL_CHECK(bias.dim() == 1 && bias.size(0) == out_f, ValueError, op, ": bias must have shape [", out_f,
                  "], found ", shape_str(bias.sizes()));
     MINIDL_ON_BACKEND(out.device(), binary(relu ? kernels::BinaryOp::AddRelu : kernels::BinaryOp::Add, 1.0, out, bias, out));
   } else if (relu) {
     MINIDL_ON_BACKEND(out.device(), unary(kernels::UnaryOp::Relu, 0.0, out, out));
   }
-  autograd::SavedTensor sx(input, "linear"), sw(weight, "linear");
-  autograd::SavedTensor sy = relu ? autograd::SavedTensor(out, "linear_relu") : autograd::SavedTensor();
+  autograd::SavedTensor sx(input, op), sw(weight, op);
+  autograd::SavedTensor sy = relu ? autograd::SavedTensor(out, op) : autograd::SavedTensor();
   const bool need_x = input.requires_grad(), need_w = weight.requires_grad(), need_b = bias.defined() && bias.requires_grad();
   const Shape in_shape = input.sizes(), w_shape = weight.sizes();
   return autograd::record(out, relu ? "LinearReLUBackward" : "LinearBackward", {input, weight, bias},

@@ -120,7 +120,9 @@ TEST(OomGpu, CudnnWorkspaceOutOfMemoryIsAnExceptionAndConvolutionWorksAfterwards
                     << " (tolerance " << tol << ")";
     }
   }
-  EXPECT_EQ(bad, 0) << "of " << got.numel() << " elements";
+  std::string choices;
+  for (const std::string& c : cuda::conv2d_algorithm_choices()) choices += "\n  " + c;
+  EXPECT_EQ(bad, 0) << "of " << got.numel() << " elements; the search's choices:" << choices;
 }
 
 TEST(OomGpu, CublasMatmulOutOfMemoryIsAnExceptionAndMatmulWorksAfterwards) {

@@ -1,6 +1,8 @@
 // Tensor basics: factories, shapes, conversions, views, in-place ops, printing, errors.
+#include <memory>
 #include <sstream>
 
+#include "core/tensor_impl.h"
 #include "test_util.h"
 
 using namespace minidl;
@@ -70,6 +72,30 @@ TEST(Tensor, ReshapeIsAViewAndInfersMinusOne) {
   EXPECT_THROW(t.reshape({-1, -1}), ValueError);
   v.fill_(3.0);
   for (double x : t.to_vector<double>()) EXPECT_EQ(x, 3.0);
+}
+
+// Views can start anywhere in their storage (a DDP bucket's gradient views, a batch's rows): fill, copy and cast
+// must not assume the alignment of a fresh allocation (Eigen's aligned maps crashed on such a view).
+TEST(Tensor, FillCopyAndCastThroughAViewOneElementIntoItsStorage) {
+  for (DType dt : {kFloat32, kFloat64}) {
+    const std::int64_t n = 1027;
+    Tensor base = random_tensor({n + 2}, dt);
+    const std::vector<double> before = base.to(kFloat64).to_vector<double>();
+    TensorImpl* impl = base.unsafe_impl();
+    Tensor view(std::make_shared<TensorImpl>(impl->storage, impl->byte_offset + dtype_size(dt), Shape{n}, dt));
+    view.fill_(2.5);
+    std::vector<double> after = base.to(kFloat64).to_vector<double>();
+    EXPECT_EQ(after.front(), before.front());
+    EXPECT_EQ(after.back(), before.back());
+    for (std::int64_t i = 1; i <= n; ++i) ASSERT_EQ(after[i], 2.5) << "element " << i;
+    const Tensor src = random_tensor({n}, dt == kFloat32 ? kFloat64 : kFloat32);  // a cast on the way
+    view.copy_(src);
+    after = base.to(kFloat64).to_vector<double>();
+    const std::vector<double> expected = src.to(dt).to(kFloat64).to_vector<double>();
+    EXPECT_EQ(after.front(), before.front());
+    EXPECT_EQ(after.back(), before.back());
+    for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(after[i + 1], expected[i]) << "element " << i;
+  }
 }
 
 TEST(Tensor, TransposeMovesEveryElement) {

@@ -20,7 +20,7 @@ namespace cpu {
 namespace {
 
 template <class T>
-using Vec = Eigen::TensorMap<Eigen::Tensor<T, 1, Eigen::RowMajor, Eigen::Index>, Eigen::Aligned>;
+using Vec = Eigen::TensorMap<Eigen::Tensor<T, 1, Eigen::RowMajor, Eigen::Index>>;  // views start anywhere
 template <class T>
 using CVec = Eigen::TensorMap<Eigen::Tensor<const T, 1, Eigen::RowMajor, Eigen::Index>>;
 template <class T>

@@ -1,8 +1,9 @@
 // The GPU float32 matrix product (cuBLASLt with an algorithm chosen per shape, src/cuda/matmul.cu) against a
 // float64 CPU reference: every transpose combination, batch 1 and 3, the example CNN's fully connected products
 // (fc1: 64x9216 times 9216x128, and its two backward products; fc2's), odd sizes, TF32 off and on, unaligned
-// buffers, the deterministic setting (bitwise repeatable), the benchmark setting off, and a shape first seen while
-// a CUDA graph is captured. Outputs start as NaN, so an element the product fails to write is caught.
+// buffers, the deterministic setting (bitwise repeatable), long-k products (split-K algorithms), the benchmark
+// setting off, and a shape first seen while a CUDA graph is captured. Outputs start as NaN, so an element the
+// product fails to write is caught.
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -243,6 +244,41 @@ std::string choice_line(const std::string& shape_prefix) {
   return "";
 }
 #endif
+
+// Long-k products with small outputs, where cuBLASLt's algorithms split k in up to 64 parts (fc1 at batch 256:
+// forward 256x9216 times 9216x128 and its backward products; a batched one of odd sizes), chosen with the
+// benchmark and the deterministic settings on: whichever candidate wins must give every element, and the same bits
+// on the cached plan's second run.
+TEST(MatmulGpu, LongKProductsMatchReferenceAndRepeat) {
+  MINIDL_REQUIRE_GPU();
+  SettingsGuard settings;
+  cuda::set_cudnn_benchmark(true);
+  set_deterministic(true);
+  for (const Case& c : {Case{1, 256, 128, 9216, false, true}, Case{1, 256, 9216, 128, false, false},
+                        Case{1, 128, 9216, 256, true, false}, Case{2, 19, 45, 6001, true, false}}) {
+    const Product p = make_product(c);
+    const Tensor a = p.a.cuda(), b = p.b.cuda();
+    for (const bool tf32 : {false, true}) {
+      set_tf32_matmul(tf32);
+      const std::string what = describe(c) + (tf32 ? ", TF32" : ", full FP32");
+      const Tensor first = run_gpu(c, a, b), second = run_gpu(c, a, b);
+      expect_matches(first, p, tf32 ? kTf32SumRtol : kFp32SumRtol, what);
+      const std::vector<float> x = first.cpu().to_vector<float>(), y = second.cpu().to_vector<float>();
+      ASSERT_EQ(x.size(), y.size());
+      EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)), 0) << what << ": the runs differ";
+    }
+#if MINIDL_CUDA_ENABLED
+    // The search ran (timed, so not "chosen untimed"); its choices are printed for the record.
+    const std::string shape = detail::str("matmul batch ", c.batch, ", ", c.m, "x", c.k, c.ta ? " (a transposed)" : "",
+                                          " times ", c.k, "x", c.n, c.tb ? " (b transposed)" : "", ", float32");
+    for (const std::string& line : gpu::matmul_algorithm_choices()) {
+      if (line.rfind(shape, 0) != 0 || line.find("benchmark off") != std::string::npos) continue;
+      std::cout << line << "\n";
+      EXPECT_EQ(line.find("chosen untimed"), std::string::npos) << line;
+    }
+#endif
+  }
+}
 
 TEST(MatmulGpu, BenchmarkOffTakesTheHeuristicsFirstChoice) {
   MINIDL_REQUIRE_GPU();

@@ -1,8 +1,7 @@
 // Global numeric settings shared by both backends.
 #include <atomic>
-#include <cstdlib>
-#include <cstring>
 
+#include "core/env_switch.h"
 #include "minidl/cuda.h"
 
 namespace minidl {
@@ -11,11 +10,7 @@ std::atomic<bool> g_tf32_conv{true};     // PyTorch's defaults: cuDNN may use TF
 std::atomic<bool> g_tf32_matmul{false};
 std::atomic<bool> g_deterministic{false};
 // On unless the environment says MINIDL_CUDNN_BENCHMARK=0 (scripts/cuda-sanitize.sh does, see cuda.h).
-bool cudnn_benchmark_from_env() {
-  const char* env = std::getenv("MINIDL_CUDNN_BENCHMARK");
-  return env == nullptr || std::strcmp(env, "0") != 0;
-}
-std::atomic<bool> g_cudnn_benchmark{cudnn_benchmark_from_env()};
+std::atomic<bool> g_cudnn_benchmark{env_switch("MINIDL_CUDNN_BENCHMARK", true)};
 }  // namespace
 
 namespace cuda {

@@ -7,16 +7,13 @@
 #include <limits>
 #include <string>
 
+#include "core/env_switch.h"
 #include "minidl/errors.h"
 
 namespace minidl {
 namespace cpu {
 namespace {
 
-bool caching_from_env() {
-  const char* env = std::getenv("MINIDL_CPU_NO_CACHE");
-  return env == nullptr || std::string(env) == "0";
-}
 
 std::size_t quarter_of_memory() {
   const long pages = sysconf(_SC_PHYS_PAGES), page = sysconf(_SC_PAGESIZE);
@@ -104,7 +101,7 @@ HostMemoryStats HostAllocator::stats() const {
 }
 
 HostAllocator& host_allocator() {
-  static HostAllocator* const allocator = new HostAllocator(caching_from_env(), quarter_of_memory());
+  static HostAllocator* const allocator = new HostAllocator(!env_switch("MINIDL_CPU_NO_CACHE", false), quarter_of_memory());
   return *allocator;
 }
 

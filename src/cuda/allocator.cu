@@ -9,6 +9,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "core/env_switch.h"
 #include "cuda/context.h"
 #include "minidl/cuda.h"
 
@@ -48,7 +49,7 @@ struct DeviceAllocator {
 
 std::mutex g_mutex;
 std::map<int, DeviceAllocator> g_allocators;
-bool g_caching = std::getenv("MINIDL_CUDA_NO_CACHE") == nullptr || std::string(std::getenv("MINIDL_CUDA_NO_CACHE")) == "0";
+bool g_caching = !env_switch("MINIDL_CUDA_NO_CACHE", false);
 
 DeviceAllocator& allocator(int dev) {
   std::lock_guard<std::mutex> lock(g_mutex);

@@ -12,10 +12,9 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <map>
-#include <mutex>
 
 #include "cuda/context.h"
+#include "cuda/per_device.h"
 #include "cuda/conv_gemm.cuh"
 #include "cuda/sum_splits.cuh"
 
@@ -295,26 +294,23 @@ __global__ void __launch_bounds__(kWThreads, 3) weight_grad_kernel(WeightGradArg
 }
 
 const DeviceSetup& device_setup() {
-  static std::mutex mutex;
-  static std::map<int, DeviceSetup> setups;
-  const int device = current_device();
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = setups.find(device);
-  if (it != setups.end()) return it->second;
-  DeviceSetup d;
-  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  cudaFuncAttributes a{}, b{};
-  MINIDL_CUDA_CHECK(cudaFuncGetAttributes(&a, gather_gemm_kernel<64>));
-  MINIDL_CUDA_CHECK(cudaFuncGetAttributes(&b, weight_grad_kernel));
-  d.tf32_kernels = a.binaryVersion >= 80 && b.binaryVersion >= 80;
-  constexpr int kMaxTiles = kMaxReduction / kBK;
-  MINIDL_CUDA_CHECK(cudaFuncSetAttribute(gather_gemm_kernel<32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(GemmTiles<32>::bytes(kMaxTiles))));
-  MINIDL_CUDA_CHECK(cudaFuncSetAttribute(gather_gemm_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(GemmTiles<64>::bytes(kMaxTiles))));
-  MINIDL_CUDA_CHECK(cudaFuncSetAttribute(weight_grad_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         static_cast<int>(kWSmemBytes)));
-  return setups.emplace(device, d).first->second;
+  static PerDevice<DeviceSetup> setups;
+  return setups.get([](int device) {
+    DeviceSetup d;
+    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device));
+    cudaFuncAttributes a{}, b{};
+    MINIDL_CUDA_CHECK(cudaFuncGetAttributes(&a, gather_gemm_kernel<64>));
+    MINIDL_CUDA_CHECK(cudaFuncGetAttributes(&b, weight_grad_kernel));
+    d.tf32_kernels = a.binaryVersion >= 80 && b.binaryVersion >= 80;
+    constexpr int kMaxTiles = kMaxReduction / kBK;
+    MINIDL_CUDA_CHECK(cudaFuncSetAttribute(gather_gemm_kernel<32>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(GemmTiles<32>::bytes(kMaxTiles))));
+    MINIDL_CUDA_CHECK(cudaFuncSetAttribute(gather_gemm_kernel<64>, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(GemmTiles<64>::bytes(kMaxTiles))));
+    MINIDL_CUDA_CHECK(cudaFuncSetAttribute(weight_grad_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           static_cast<int>(kWSmemBytes)));
+    return d;
+  });
 }
 
 bool fits_int(std::int64_t v) { return v >= 0 && v < (std::int64_t{1} << 31); }

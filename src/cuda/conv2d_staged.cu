@@ -14,11 +14,10 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <numeric>
 
 #include "cuda/context.h"
+#include "cuda/per_device.h"
 #include "cuda/conv_gemm.cuh"
 #include "cuda/sum_splits.cuh"
 
@@ -269,26 +268,23 @@ struct DeviceSetup {
 };
 
 const DeviceSetup& device_setup() {
-  static std::mutex mutex;
-  static std::map<int, DeviceSetup> setups;
-  const int device = current_device();
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = setups.find(device);
-  if (it != setups.end()) return it->second;
-  DeviceSetup d;
-  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.smem_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
-  cudaFuncAttributes f{};
-  MINIDL_CUDA_CHECK(cudaFuncGetAttributes(&f, staged_gemm_kernel));
-  d.tf32_kernel = f.binaryVersion >= 80;
-  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-  int registers = 0;
-  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&registers, cudaDevAttrMaxRegistersPerMultiprocessor, device));
-  d.blocks_by_registers = registers / (std::max(f.numRegs, 1) * kThreads);
-  d.smem_per_block -= static_cast<int>(f.sharedSizeBytes);
-  MINIDL_CUDA_CHECK(cudaFuncSetAttribute(staged_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                         d.smem_per_block));
-  return setups.emplace(device, d).first->second;
+  static PerDevice<DeviceSetup> setups;
+  return setups.get([](int device) {
+    DeviceSetup d;
+    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device));
+    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.smem_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
+    cudaFuncAttributes f{};
+    MINIDL_CUDA_CHECK(cudaFuncGetAttributes(&f, staged_gemm_kernel));
+    d.tf32_kernel = f.binaryVersion >= 80;
+    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    int registers = 0;
+    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&registers, cudaDevAttrMaxRegistersPerMultiprocessor, device));
+    d.blocks_by_registers = registers / (std::max(f.numRegs, 1) * kThreads);
+    d.smem_per_block -= static_cast<int>(f.sharedSizeBytes);
+    MINIDL_CUDA_CHECK(cudaFuncSetAttribute(staged_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           d.smem_per_block));
+    return d;
+  });
 }
 
 /// The band for `g` with `bands` blocks per image along the rows.
@@ -738,19 +734,16 @@ void setup_wgrad_kernel(WgradSetup& d, int device, int& registers) {
 }
 
 const WgradSetup& wgrad_setup() {
-  static std::mutex mutex;
-  static std::map<int, WgradSetup> setups;
-  const int device = current_device();
-  std::lock_guard<std::mutex> lock(mutex);
-  auto it = setups.find(device);
-  if (it != setups.end()) return it->second;
-  WgradSetup d;
-  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device));
-  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-  MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.registers_per_sm, cudaDevAttrMaxRegistersPerMultiprocessor, device));
-  setup_wgrad_kernel<2>(d, device, d.registers[0]);
-  setup_wgrad_kernel<4>(d, device, d.registers[1]);
-  return setups.emplace(device, d).first->second;
+  static PerDevice<WgradSetup> setups;
+  return setups.get([](int device) {
+    WgradSetup d;
+    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device));
+    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.registers_per_sm, cudaDevAttrMaxRegistersPerMultiprocessor, device));
+    setup_wgrad_kernel<2>(d, device, d.registers[0]);
+    setup_wgrad_kernel<4>(d, device, d.registers[1]);
+    return d;
+  });
 }
 
 std::int64_t round_up(std::int64_t v, std::int64_t m) { return (v + m - 1) / m * m; }

@@ -31,20 +31,20 @@
 #include <vector>
 
 #include "cuda/context.h"
+#include "cuda/per_device.h"
+#include "cuda/timing.h"
 #include "minidl/cuda.h"
 
 namespace minidl {
 namespace gpu {
 
 cublasLtHandle_t cublaslt() {
-  static std::mutex mutex;
-  static std::vector<cublasLtHandle_t> handles;  // never destroyed: plans and tensors may outlive statics
-  const int dev = current_device();
-  std::lock_guard<std::mutex> lock(mutex);
-  if (static_cast<int>(handles.size()) <= dev) handles.resize(static_cast<std::size_t>(dev) + 1, nullptr);
-  cublasLtHandle_t& h = handles[static_cast<std::size_t>(dev)];
-  if (!h) MINIDL_CUBLAS_CHECK(cublasLtCreate(&h));
-  return h;
+  static PerDevice<cublasLtHandle_t> handles;  // never destroyed: plans and tensors may outlive statics
+  return handles.get([](int) {
+    cublasLtHandle_t h = nullptr;
+    MINIDL_CUBLAS_CHECK(cublasLtCreate(&h));
+    return h;
+  });
 }
 
 namespace {
@@ -182,44 +182,12 @@ std::vector<cublasLtMatmulHeuristicResult_t> candidates(const Plan& pl, const Pr
                               kMaxWorkspaceBytes, " bytes (", returned, " candidates)"));
 }
 
-/// Spins for `ns` nanoseconds, so that the timed runs queued behind it start back to back.
-__global__ void hold_stream_kernel(unsigned long long ns) {
-  unsigned long long start = 0, now = 0;
-  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(start));
-  do {
-    __nanosleep(1000);
-    asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(now));
-  } while (now - start < ns);
-}
-
-/// Milliseconds per run of `launch` on stream(): the mean of kRuns runs after a warm-up run. The products are
-/// a few microseconds long, about as long as the host takes to queue one, so timed as conv2d.cpp times its
-/// kernels the events would measure the host's launch rate; a kernel holding the stream first lets the host queue
-/// every timed run before the first one starts. Returns a negative time when the warm-up run fails (the
-/// candidate is then skipped).
-template <class Launch>
-float time_on_stream(Launch launch) {
-  constexpr int kRuns = 5;
-  constexpr unsigned long long kHoldNs = 200'000;  // well above the time to queue kRuns products
-  if (launch() != CUBLAS_STATUS_SUCCESS) return -1.f;
-  struct Events {
-    cudaEvent_t start = nullptr, stop = nullptr;
-    ~Events() {
-      if (start) cudaEventDestroy(start);
-      if (stop) cudaEventDestroy(stop);
-    }
-  } e;
-  MINIDL_CUDA_CHECK(cudaEventCreate(&e.start));
-  MINIDL_CUDA_CHECK(cudaEventCreate(&e.stop));
-  hold_stream_kernel<<<1, 1, 0, stream()>>>(kHoldNs);
-  MINIDL_CUDA_KERNEL_CHECK();
-  MINIDL_CUDA_CHECK(cudaEventRecord(e.start, stream()));
-  for (int i = 0; i < kRuns; ++i) MINIDL_CUBLAS_CHECK(launch());
-  MINIDL_CUDA_CHECK(cudaEventRecord(e.stop, stream()));
-  MINIDL_CUDA_CHECK(cudaEventSynchronize(e.stop));
-  float ms = 0;
-  MINIDL_CUDA_CHECK(cudaEventElapsedTime(&ms, e.start, e.stop));
-  return ms / kRuns;
+/// Milliseconds per run of the algorithm: the mean of five runs after a warm-up run; negative when the warm-up run
+/// fails (the candidate is then skipped).
+template <class Run>
+float time_algorithm(Run run) {
+  if (run() != CUBLAS_STATUS_SUCCESS) return -1.f;
+  return time_on_stream([&] { MINIDL_CUBLAS_CHECK(run()); }, 5);
 }
 
 /// Chooses pl's algorithm: the heuristic's first when nothing may be timed, else the fastest candidate on the
@@ -234,7 +202,7 @@ void choose(Plan& pl, const Problem& p, const float* a, const float* b, float* o
     const Workspace ws(bytes, "the cuBLASLt algorithm search's workspace");
     float best = std::numeric_limits<float>::infinity();
     for (std::size_t i = 0; i < usable.size(); ++i) {
-      const float ms = time_on_stream([&] { return run(pl, usable[i].algo, ws.get(), bytes, a, b, out); });
+      const float ms = time_algorithm([&] { return run(pl, usable[i].algo, ws.get(), bytes, a, b, out); });
       if (i == 0) pl.heuristic_ms = ms;
       if (ms >= 0 && ms < best) {
         best = ms;

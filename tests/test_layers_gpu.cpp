@@ -412,7 +412,7 @@ TEST(LayersGpu, Losses) {
                  {leaf(rnd({3, 7}, -4.0, 4.0)), target});
       compare_fn(w + " batch 1", [=](const std::vector<Tensor>& in) { return F::cross_entropy(in[0], in[1], r, eps); },
                  {leaf(rnd({1, 7}, -4.0, 4.0)), target1});
-      // The example's batch (eight warps of eight samples in the reduced loss's one block), more classes than a
+      // The example's batch (all its samples at once in the reduced loss's one block), more classes than a
       // warp has lanes, and more samples than that block takes (4096: per-sample losses, then a block's sum).
       for (const std::int64_t n : {64, 5000}) {
         const Tensor targets = (rand({n}) * 40.0).to(kInt64);

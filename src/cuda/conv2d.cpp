@@ -29,6 +29,8 @@
 #include "cuda/conv2d_igemm.h"
 #include "cuda/conv2d_staged.h"
 #include "cuda/cudnn_tensor.h"
+#include "cuda/reduce.h"
+#include "cuda/timing.h"
 #include "minidl/cuda.h"
 
 namespace minidl {
@@ -221,27 +223,11 @@ std::vector<Algorithm> choose_algorithm(Pass pass, int algo_count, const Setting
                               " within a workspace of ", limit, " bytes (", returned, " candidates)"));
 }
 
-/// Milliseconds per run of `launch` on stream(), the mean of three after one warm-up run.
+/// Milliseconds per run of `launch`: one warm-up run, then the mean of three (time_on_stream).
 template <class Launch>
-float time_on_stream(Launch launch) {
-  struct Events {
-    cudaEvent_t start = nullptr, stop = nullptr;
-    ~Events() {
-      if (start) cudaEventDestroy(start);
-      if (stop) cudaEventDestroy(stop);
-    }
-  } e;
-  MINIDL_CUDA_CHECK(cudaEventCreate(&e.start));
-  MINIDL_CUDA_CHECK(cudaEventCreate(&e.stop));
-  constexpr int kRuns = 3;
+float warm_and_time(Launch launch) {
   launch();
-  MINIDL_CUDA_CHECK(cudaEventRecord(e.start, stream()));
-  for (int i = 0; i < kRuns; ++i) launch();
-  MINIDL_CUDA_CHECK(cudaEventRecord(e.stop, stream()));
-  MINIDL_CUDA_CHECK(cudaEventSynchronize(e.stop));
-  float ms = 0;
-  MINIDL_CUDA_CHECK(cudaEventElapsedTime(&ms, e.start, e.stop));
-  return ms / kRuns;
+  return time_on_stream(launch, 3);
 }
 
 /// `best`, or the own kernel `impl` (`launch` runs it) when it `applies` and is faster. The own kernels are
@@ -257,7 +243,7 @@ Algorithm consider_own(const Algorithm& best, const Settings& s, Impl impl, bool
   own.algo = best.algo;  // cuDNN's pick, for the report
   own.cudnn_ms = best.cudnn_ms;
   if (!may_time(s)) return own;
-  own.time_ms = time_on_stream(launch);
+  own.time_ms = warm_and_time(launch);
   return own.time_ms < best.time_ms ? own : best;
 }
 
@@ -356,7 +342,7 @@ void cudnn_backward_weight(const Plan& pl, const Algorithm& a, const T* x, const
 }
 
 /// Settles cuDNN's choice among `usable` (choose_algorithm's, fastest first). The candidates within kWindow of
-/// cudnnFind's fastest (at most kMaxRetimed) are timed the way the own kernels are (time_on_stream: a warm-up,
+/// cudnnFind's fastest (at most kMaxRetimed) are timed the way the own kernels are (warm_and_time: a warm-up,
 /// then the mean of three runs), because cudnnFind times each once and those single runs varied from 62 to 84 µs
 /// for one algorithm (conv2's forward at batch 64, H200, 2026-11-30). Then the one with the least workspace
 /// within kTimeSlack of the fastest wins: the fastest is often an FFT or Winograd variant holding 100+ MB of
@@ -375,7 +361,7 @@ Algorithm retime(std::vector<Algorithm> usable, const ConvolutionDescriptor& con
     usable.resize(n);
     for (Algorithm& a : usable) {
       MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(conv.get(), a.math));
-      a.time_ms = a.cudnn_ms = time_on_stream([&] { run(a); });
+      a.time_ms = a.cudnn_ms = warm_and_time([&] { run(a); });
     }
     for (std::size_t i = 1; i < n; ++i) {
       if (usable[i].time_ms < usable[pick].time_ms) pick = i;
@@ -504,7 +490,6 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
   if constexpr (std::is_same<T, float>::value) {  // the staged kernel sums dy for the bias gradient itself
     if (a.impl == Impl::kStaged) return staged_conv2d_backward_weight(p, x, dy, dw, dbias, a.bands);
   }
-  const T one = 1, zero = 0;
   if (a.impl == Impl::kDirect) {
     direct_conv2d_backward_weight(p, x, dy, dw);
   } else if (a.impl == Impl::kImplicitGemm) {
@@ -512,9 +497,9 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
   } else {
     cudnn_backward_weight(plan, a, x, dy, dw);
   }
-  if (dbias) {
-    MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardBias(h, &one, plan.y.get(), dy, &zero, plan.bias.get(), dbias));
-  }
+  // The other kernels leave the bias gradient to the sum op's reduction, faster than cuDNN's backward-bias
+  // kernel (measured on the H200, 2026-11-29).
+  if (dbias) channel_sum(dy, p.N, p.K, p.P * p.Q, dbias);
 }
 
 #define MINIDL_INSTANTIATE_CONV2D(T)                                                                     \

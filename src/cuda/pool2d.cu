@@ -2,10 +2,15 @@
 // rather than cuDNN's, because the max-pool backward works from the argmax indices the forward saved (as the
 // CPU backend does) instead of re-reading x and y. Backward passes gather (every input element sums over the
 // output windows that cover it) or, for tiling windows, write each window once: no atomics, deterministic.
+// Windows two wide at stride two along w (the usual 2x2 pooling) have their own max-pool kernels, in which a
+// thread takes neighbouring outputs with wide loads and stores: with one output and scalar accesses per
+// thread, a warp's accesses were 8-byte pairs, and the passes ran at about two thirds of the copy bandwidth.
 #include "kernels/layer_kernels.h"
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
+#include <type_traits>
 
 #include "cuda/context.h"
 
@@ -46,6 +51,39 @@ template <class I> __device__ Cover<I> covering(I pos, I pad, I kernel, I stride
   return {begin, end};
 }
 
+/// The width in bytes of the accesses that move N contiguous T: the largest power of two up to 16 that divides
+/// N * sizeof(T). The address must be aligned to it (the host checks).
+template <class T, int N> __host__ __device__ constexpr int access_bytes() {
+  int bytes = 16;
+  while ((N * static_cast<int>(sizeof(T))) % bytes != 0) bytes /= 2;
+  return bytes;
+}
+
+template <int Bytes> struct AccessWord;
+template <> struct AccessWord<4> { using type = unsigned int; };
+template <> struct AccessWord<8> { using type = uint2; };
+template <> struct AccessWord<16> { using type = uint4; };
+
+/// Copies N contiguous T from `from` to `to` as access_bytes<T, N>()-wide words; one side is global memory,
+/// the other a register array. memcpy moves the bits between the words and T (no type punning).
+template <class T, int N> __device__ void load(const T* __restrict__ from, T (&to)[N]) {
+  using Word = typename AccessWord<access_bytes<T, N>()>::type;
+  constexpr int kWords = N * static_cast<int>(sizeof(T)) / static_cast<int>(sizeof(Word));
+  Word words[kWords];
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) words[k] = reinterpret_cast<const Word*>(from)[k];
+  memcpy(to, words, sizeof(to));
+}
+
+template <class T, int N> __device__ void store(const T (&from)[N], T* __restrict__ to) {
+  using Word = typename AccessWord<access_bytes<T, N>()>::type;
+  constexpr int kWords = N * static_cast<int>(sizeof(T)) / static_cast<int>(sizeof(Word));
+  Word words[kWords];
+  memcpy(words, from, sizeof(from));
+#pragma unroll
+  for (int k = 0; k < kWords; ++k) reinterpret_cast<Word*>(to)[k] = words[k];
+}
+
 template <class T, class I>
 __global__ void max_pool_forward_kernel(Geometry<I> g, const T* __restrict__ x, T* __restrict__ y,
                                         std::int64_t* __restrict__ indices, I total) {
@@ -71,6 +109,58 @@ __global__ void max_pool_forward_kernel(Geometry<I> g, const T* __restrict__ x, 
     }
     y[i] = best;
     if (indices) indices[i] = arg;
+  }
+}
+
+/// max_pool_forward_kernel for windows two wide at stride two without padding along w (any height, stride
+/// and padding along h): thread t takes the V outputs t * V ... of one output row. Their windows cover 2V
+/// consecutive input elements of each row, read with one or two wide loads, and their maxima and indices go
+/// out with wide stores. The host checks that Q % V == 0 (a thread's outputs share a row) and that every
+/// access is aligned to its width.
+template <class T, class I, int V>
+__global__ void max_pool_forward_pairs_kernel(Geometry<I> g, const T* __restrict__ x, T* __restrict__ y,
+                                              std::int64_t* __restrict__ indices, I groups) {
+  POOL_GRID_STRIDE(t, groups) {
+    const I i = t * V, rows = i / g.Q;  // rows: output rows before this one, in all planes
+    const I q = i - rows * g.Q, row = rows % g.P, plane = rows / g.P;
+    const I w0 = 2 * q;
+    const T* xp = x + static_cast<std::int64_t>(plane) * g.H * g.W + w0;
+    const I h0 = row * g.sh - g.ph;
+    const I h_begin = max(h0, I{0}), h_end = min(h0 + g.kh, g.H);
+    // Each row's load is issued before the previous row is compared, so that a thread has two loads in flight
+    // (a window has two rows, usually) rather than one.
+    T next[2 * V];
+    load(xp + h_begin * g.W, next);
+    // Seeded with each window's first element, as in the general kernel (whose loop compares it with itself,
+    // to the same effect).
+    T best[V];
+    I arg[V];
+#pragma unroll
+    for (int j = 0; j < V; ++j) {
+      best[j] = next[2 * j];
+      arg[j] = h_begin * g.W + w0 + 2 * j;
+    }
+    for (I h = h_begin; h < h_end; ++h) {
+      T v[2 * V];
+#pragma unroll
+      for (int k = 0; k < 2 * V; ++k) v[k] = next[k];
+      if (h + 1 < h_end) load(xp + (h + 1) * g.W, next);
+#pragma unroll
+      for (int k = 0; k < 2 * V; ++k) {
+        // The general kernel's rule: the first maximum, or the last NaN (| rather than ||: selects, not
+        // branches).
+        const bool take = (v[k] > best[k / 2]) | static_cast<bool>(isnan(v[k]));
+        best[k / 2] = take ? v[k] : best[k / 2];
+        arg[k / 2] = take ? h * g.W + w0 + k : arg[k / 2];
+      }
+    }
+    store(best, y + i);
+    if (indices) {
+      std::int64_t wide[V];
+#pragma unroll
+      for (int j = 0; j < V; ++j) wide[j] = arg[j];
+      store(wide, indices + i);
+    }
   }
 }
 
@@ -107,6 +197,35 @@ __global__ void max_pool_backward_tiled_kernel(Geometry<I> g, const T* __restric
     T* dxp = dx + static_cast<std::int64_t>(plane) * g.H * g.W;
     for (I h = row * g.kh; h < (row + 1) * g.kh; ++h) {
       for (I w = q * g.kw; w < (q + 1) * g.kw; ++w) dxp[h * g.W + w] = h * g.W + w == arg ? grad : T(0);
+    }
+  }
+}
+
+/// max_pool_backward_tiled_kernel for windows two wide (tiling, so stride two and no padding): thread t takes
+/// the V outputs t * V ... of one output row, reads their indices and gradients with wide loads and writes
+/// the 2V elements their windows cover in each input row with one or two wide stores. The host checks
+/// Q % V == 0 and the alignment, as for max_pool_forward_pairs_kernel.
+template <class T, class I, int V>
+__global__ void max_pool_backward_tiled_pairs_kernel(Geometry<I> g, const T* __restrict__ dy,
+                                                     const std::int64_t* __restrict__ indices, T* __restrict__ dx,
+                                                     I groups) {
+  POOL_GRID_STRIDE(t, groups) {
+    const I o = t * V, rows = o / g.Q;  // rows: output rows before this one, in all planes
+    const I q = o - rows * g.Q, row = rows % g.P, plane = rows / g.P;
+    const I w0 = 2 * q;
+    std::int64_t arg[V];
+    T grad[V];
+    load(indices + o, arg);
+    load(dy + o, grad);
+    T* dxp = dx + static_cast<std::int64_t>(plane) * g.H * g.W + w0;
+    for (I h = row * g.kh; h < (row + 1) * g.kh; ++h) {
+      T v[2 * V];
+#pragma unroll
+      for (int j = 0; j < V; ++j) {
+#pragma unroll
+        for (int k = 0; k < 2; ++k) v[2 * j + k] = h * g.W + w0 + 2 * j + k == static_cast<I>(arg[j]) ? grad[j] : T(0);
+      }
+      store(v, dxp + h * g.W);
     }
   }
 }
@@ -174,6 +293,33 @@ void check_pointers(bool all_set, const char* op) {
 std::int64_t input_size(const Pool2dParams& p) { return p.N * p.C * p.H * p.W; }
 std::int64_t output_size(const Pool2dParams& p) { return p.N * p.C * p.P * p.Q; }
 
+bool aligned(const void* p, int bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
+
+/// Whether the pairs kernels can run with V outputs per thread: windows two wide at stride two without padding
+/// along w, Q a multiple of V, and every wide access aligned: `plane` is x or dx (2V elements per access, at
+/// row starts W elements apart), `out` y or dy (V elements), `indices` (V of them; null passes).
+template <int V, class T>
+bool pairs_fit(const Pool2dParams& p, const T* plane, const T* out, const std::int64_t* indices) {
+  constexpr int kPlaneBytes = access_bytes<T, 2 * V>();
+  return p.kw == 2 && p.sw == 2 && p.pw == 0 && p.Q % V == 0 && p.W * sizeof(T) % kPlaneBytes == 0 &&
+         aligned(plane, kPlaneBytes) && aligned(out, access_bytes<T, V>()) &&
+         aligned(indices, access_bytes<std::int64_t, V>());
+}
+
+/// Calls `launch(std::integral_constant<int, V>)` with the most outputs per thread, V = 2 or 1, that
+/// pairs_fit() allows; returns false (launching nothing) when neither fits.
+template <class T, class Launch>
+bool with_pairs(const Pool2dParams& p, const T* plane, const T* out, const std::int64_t* indices, Launch launch) {
+  if (pairs_fit<2>(p, plane, out, indices)) {
+    launch(std::integral_constant<int, 2>{});
+  } else if (pairs_fit<1>(p, plane, out, indices)) {
+    launch(std::integral_constant<int, 1>{});
+  } else {
+    return false;
+  }
+  return true;
+}
+
 }  // namespace
 
 template <class T>
@@ -182,7 +328,15 @@ void max_pool2d_forward(const Pool2dParams& p, const T* x, T* y, std::int64_t* i
   check_pointers(x && y, "max_pool2d forward");
   const std::int64_t n = output_size(p);
   with_index_type(p, n, [&](auto g, auto total) {
-    max_pool_forward_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream()>>>(g, x, y, indices, total);
+    using I = decltype(total);
+    const bool paired = with_pairs(p, x, y, indices, [&](auto v) {
+      const std::int64_t groups = n / v;
+      max_pool_forward_pairs_kernel<T, I, v><<<blocks_for(groups, kThreads), kThreads, 0, stream()>>>(
+          g, x, y, indices, static_cast<I>(groups));
+    });
+    if (!paired) {
+      max_pool_forward_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream()>>>(g, x, y, indices, total);
+    }
   });
   MINIDL_CUDA_KERNEL_CHECK();
 }
@@ -193,10 +347,18 @@ void max_pool2d_backward(const Pool2dParams& p, const T* dy, const std::int64_t*
   check_pointers(dy && indices && dx, "max_pool2d backward");
   const std::int64_t n = input_size(p);
   with_index_type(p, n, [&](auto g, auto total) {
+    using I = decltype(total);
     if (g.tiles()) {
       const std::int64_t outputs = output_size(p);
-      max_pool_backward_tiled_kernel<T><<<blocks_for(outputs, kThreads), kThreads, 0, stream()>>>(
-          g, dy, indices, dx, static_cast<decltype(total)>(outputs));
+      const bool paired = with_pairs(p, dx, dy, indices, [&](auto v) {
+        const std::int64_t groups = outputs / v;
+        max_pool_backward_tiled_pairs_kernel<T, I, v><<<blocks_for(groups, kThreads), kThreads, 0, stream()>>>(
+            g, dy, indices, dx, static_cast<I>(groups));
+      });
+      if (!paired) {
+        max_pool_backward_tiled_kernel<T><<<blocks_for(outputs, kThreads), kThreads, 0, stream()>>>(
+            g, dy, indices, dx, static_cast<I>(outputs));
+      }
     } else {
       max_pool_backward_kernel<T><<<blocks_for(n, kThreads), kThreads, 0, stream()>>>(g, dy, indices, dx, total);
     }

@@ -419,6 +419,7 @@ struct WgradArgs {
   int patch_floats, dy_floats, group_floats;  // a group's buffers: patch, dy, then the table of corners
   int band_chunks, cpi;      // chunks per band at most, per image
   int total_chunks, groups;  // chunks of the batch, groups of the launch
+  int group_waits;           // named-barrier waits every group makes (the most any group's bands need)
   int vx, vdy;               // floats per copy of x and dy: 1, 2 or 4
   Divisor by_vecs, by_hmax, by_q, by_cpi;  // vecs: copies per patch row (rp / vx), or per plane (ps / vx)
 };
@@ -557,13 +558,17 @@ __global__ void __launch_bounds__(kWgMaxGroups* kWgGroupThreads, 1) staged_wgrad
 
   float acc[MT][kWgNTiles][4] = {};
   float bias_sum = 0.f;
+  int waits = 0;
   const bool bias = a.out_bias != nullptr && blockIdx.y == 0;  // the first column block sums dy too
   for (int cur = begin; cur < end;) {
     const int image = a.by_cpi(cur), chunk0 = cur - image * a.cpi;
     const int chunks = min(min(a.band_chunks, a.cpi - chunk0), end - cur);
     const int pix0 = chunk0 * kChunk, npix = min(chunks * kChunk, a.PQ - pix0);
     const int p_first = a.by_q(pix0);
-    if (cur != begin) group_barrier(group);  // every warp of the group is done with the previous band
+    if (cur != begin) {  // every warp of the group is done with the previous band
+      group_barrier(group);
+      ++waits;
+    }
     const float* x_image = a.x + static_cast<std::int64_t>(image) * a.x_image;
     const float* dy_image = a.dy + static_cast<std::int64_t>(image) * a.dy_image;
     const int row0 = p_first * a.stride_h - a.pad_h;
@@ -595,6 +600,7 @@ __global__ void __launch_bounds__(kWgMaxGroups* kWgGroupThreads, 1) staged_wgrad
     commit_copies();
     wait_copies<0>();
     group_barrier(group);
+    ++waits;
 
     if (bias) {  // thread (k, part) adds every parts-th chunk of channel k, in order
       constexpr int kParts = kWgGroupThreads / KB;
@@ -661,6 +667,11 @@ __global__ void __launch_bounds__(kWgMaxGroups* kWgGroupThreads, 1) staged_wgrad
     if (u < chunks) advance(x_even, x_odd);
     cur += chunks;
   }
+
+  // Every group waits at its barrier equally often: the kernel does not need it, but compute-sanitizer's
+  // racecheck does. With counts that differed between groups it reported hazards across the __syncthreads below
+  // (and in a 30-line program that is correct by the PTX barrier rules).
+  for (; waits < a.group_waits; ++waits) group_barrier(group);
 
   // The groups' sums, added in shared memory in group order by group 0: acc[t][j][i] is output channel
   // k0 + 16 t + g + 8 (i / 2), column warp_col0 + 8 j + 2 quad + i % 2.
@@ -748,6 +759,25 @@ const WgradSetup& wgrad_setup() {
 
 std::int64_t round_up(std::int64_t v, std::int64_t m) { return (v + m - 1) / m * m; }
 
+/// The most named-barrier waits any group of the launch makes: two per band but the first's one. A group's
+/// chunks (as the kernel divides them) split into bands at image boundaries and every band_chunks chunks within
+/// an image.
+int group_waits(const WgradArgs& a) {
+  const int per = a.total_chunks / a.groups, extra = a.total_chunks % a.groups;
+  int most = 0;
+  for (int gid = 0; gid < a.groups; ++gid) {
+    const int begin = gid * per + std::min(gid, extra), end = begin + per + (gid < extra ? 1 : 0);
+    int bands = 0;
+    for (int cur = begin; cur < end;) {
+      const int image_end = (cur / a.cpi + 1) * a.cpi, stop = std::min(end, image_end);
+      bands += (stop - cur + a.band_chunks - 1) / a.band_chunks;
+      cur = stop;
+    }
+    most = std::max(most, bands > 0 ? 2 * bands - 1 : 0);
+  }
+  return most;
+}
+
 /// A weight-gradient launch: the kernel's arguments (pointers aside), its grid and shared memory.
 struct WgradPlan {
   WgradArgs a{};
@@ -824,6 +854,7 @@ WgradPlan plan_wgrad(const Conv2dParams& p, int band_chunks) {
   const int fill = (std::max(pl.blocks_per_sm, 1) * d.multiprocessors + tiles - 1) / tiles;
   pl.splits = std::max(1, std::min(fill, a.total_chunks / pl.groups_per_block));
   a.groups = pl.splits * pl.groups_per_block;
+  a.group_waits = group_waits(a);
   pl.grid = dim3(static_cast<unsigned>(pl.splits), static_cast<unsigned>((a.CRS + kWgCols - 1) / kWgCols),
                  static_cast<unsigned>((a.K + kb - 1) / kb));
   return pl;

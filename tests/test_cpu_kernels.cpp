@@ -197,7 +197,7 @@ std::vector<PoolCase> pool_cases() {
   return {
       {"mnist_k2s2", 2, 3, 24, 24, 2, 2, 2, 2},
       {"odd_7x5_batch1_k2s2", 1, 2, 7, 5, 2, 2, 2, 2},
-      {"k2s2_rows_of_145_windows", 1, 2, 5, 291, 2, 2, 2, 2},  // the 2x2 loop's stretches of 64 windows, and a rest
+      {"k2s2_rows_of_145_windows", 1, 2, 5, 291, 2, 2, 2, 2},  // long rows, an odd column and row left over
       {"batch3_k3s2p1", 3, 2, 7, 5, 3, 3, 2, 2, 1, 1},
       {"nonsquare", 3, 2, 7, 6, 3, 2, 1, 2, 1, 0},
       {"overlapping_s1", 2, 1, 5, 5, 3, 3, 1, 1},

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cpu/cpu_clones.h"
+#include "cpu/scratch.h"
 #include "cpu/window_span.h"
 
 namespace minidl {
@@ -100,42 +101,50 @@ bool is_2x2_tiling(const Pool2dParams& p) {
   return p.kh == 2 && p.kw == 2 && p.sh == 2 && p.sw == 2 && p.ph == 0 && p.pw == 0;
 }
 
-/// max_pool_planes for 2x2 tiling windows: one pass over each output row, the window's four elements in
-/// row-major order (a trailing odd input row or column belongs to no window). The general loop's taps are
-/// strided gathers of one element each, half of every loaded cache line unused until the next tap.
-/// Two passes per stretch of a row: the maxima with which of the four elements won (0..3, an integer as wide as
-/// T, so that compares and selects share vector lanes), then the int64 indices from that. With the index
-/// selected in the first pass (one loop, int64 beside float) GCC vectorised nothing, and the loop took 7% of the
-/// 2-thread CPU step (perf, 2-core development VM, 2026-11-30).
+/// max_pool_planes for 2x2 tiling windows (a trailing odd input row or column belongs to no window), in three
+/// loops per plane that the vectoriser runs on whole vectors: (1) per output row, the winner of each column's pair
+/// of input rows and which row it came from; (2) over the whole plane at once, the winner of each window's two
+/// column winners; (3) the indices, from a table of the windows' corners (int64 apart from the floats: with both
+/// in one loop GCC vectorised nothing). Per output row instead, the example's 12 outputs were too few for a
+/// 16-lane loop and the epilogue did everything: 1669 µs at 2 threads on the development VM, three times the
+/// backward's 517 (2026-11-30).
+///
+/// Visiting a window in row-major order (a b / c d) and taking each element that is larger than the best so far
+/// or NaN leaves the last NaN if there is one, else the first maximum. So do the columns' winners (a or c at
+/// position 0 or 2, b or d at 1 or 3), and the right column's winner wins the window if it is the later NaN or,
+/// without NaNs, if it is larger, or equal and earlier.
 template <class T>
 MINIDL_CPU_CLONES void max_pool_2x2_planes(const Pool2dParams& p, const T* x, T* y, std::int64_t* indices,
-                                           Index begin, Index end) {
-  using Choice = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;
-  constexpr Index kStretch = 64;
-  Choice which[kStretch];
+                                           const std::int64_t* corners, Index begin, Index end) {
+  using Pos = std::conditional_t<sizeof(T) == 4, std::int32_t, std::int64_t>;  // as wide as T: shared lanes
+  const Index P = p.P, Q = p.Q, W = p.W, PQ = P * Q;
+  T* __restrict col = scratch<T, Scratch::PoolColumns>(2 * PQ);
+  Pos* __restrict low = scratch<Pos, Scratch::PoolRows>(2 * PQ);
+  Pos* __restrict pos = scratch<Pos, Scratch::PoolPositions>(PQ);
   for (Index plane = begin; plane < end; ++plane) {
-    for (Index oh = 0; oh < p.P; ++oh) {
-      const Index top = 2 * oh * p.W;  // the first row of the windows, in the plane
-      for (Index ow0 = 0; ow0 < p.Q; ow0 += kStretch) {
-        const Index n = std::min(kStretch, p.Q - ow0);
-        const T* __restrict r0 = x + plane * p.H * p.W + top + 2 * ow0;
-        const T* __restrict r1 = r0 + p.W;
-        T* __restrict best = y + (plane * p.P + oh) * p.Q + ow0;
-        Choice* __restrict choice = which;
-        for (Index j = 0; j < n; ++j) {
-          T b = r0[2 * j];
-          Choice k = 0;
-          take_if_larger(r0[2 * j + 1], Choice(1), b, k);
-          take_if_larger(r1[2 * j], Choice(2), b, k);
-          take_if_larger(r1[2 * j + 1], Choice(3), b, k);
-          best[j] = b;
-          choice[j] = k;
-        }
-        std::int64_t* __restrict arg = indices + (plane * p.P + oh) * p.Q + ow0;
-        const std::int64_t first = top + 2 * ow0;
-        for (Index j = 0; j < n; ++j) arg[j] = first + 2 * j + (choice[j] & 1) + (choice[j] >> 1) * p.W;
+    for (Index oh = 0; oh < P; ++oh) {
+      const T* __restrict r0 = x + plane * p.H * W + 2 * oh * W;
+      const T* __restrict r1 = r0 + W;
+      T* __restrict v = col + 2 * oh * Q;
+      Pos* __restrict r = low + 2 * oh * Q;
+      for (Index c = 0; c < 2 * Q; ++c) {
+        const bool take = r1[c] > r0[c] || std::isnan(r1[c]);
+        v[c] = take ? r1[c] : r0[c];
+        r[c] = take ? Pos(2) : Pos(0);
       }
     }
+    T* __restrict best = y + plane * PQ;
+    for (Index j = 0; j < PQ; ++j) {
+      const T left = col[2 * j], right = col[2 * j + 1];
+      const Pos at_left = low[2 * j], at_right = low[2 * j + 1] + 1;
+      const bool nan_left = std::isnan(left), nan_right = std::isnan(right);
+      const bool take = nan_right ? !nan_left || at_right > at_left
+                                  : !nan_left && (right > left || (right == left && at_right < at_left));
+      best[j] = take ? right : left;
+      pos[j] = take ? at_right : at_left;
+    }
+    std::int64_t* __restrict arg = indices + plane * PQ;
+    for (Index j = 0; j < PQ; ++j) arg[j] = corners[j] + (pos[j] & 1) + (pos[j] >> 1) * W;
   }
 }
 
@@ -148,10 +157,15 @@ void max_pool2d_forward(const Pool2dParams& params, const T* x, T* y, std::int64
   std::vector<Span> cols;
   for (Index j = 0; j < params.kw; ++j) cols.push_back(inside(params.Q, params.W, params.sw, params.pw, j));
   const bool tiling = is_2x2_tiling(params);
+  std::vector<std::int64_t> corners;  // tiling: the window of output j (in a plane) starts at corners[j]
+  if (tiling) {
+    for (Index oh = 0; oh < params.P; ++oh)
+      for (Index ow = 0; ow < params.Q; ++ow) corners.push_back(2 * oh * params.W + 2 * ow);
+  }
   parallel_for(params.N * params.C, cost, [&](Index begin, Index end) {
     const Pool2dParams p = params;  // a local copy: stores to y may alias the caller's as far as the compiler knows
     if (tiling) {
-      max_pool_2x2_planes(p, x, y, indices, begin, end);
+      max_pool_2x2_planes(p, x, y, indices, corners.data(), begin, end);
     } else {
       max_pool_planes(p, x, y, indices, cols.data(), begin, end);
     }

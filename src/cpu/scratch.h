@@ -11,7 +11,10 @@ namespace minidl {
 namespace cpu {
 
 /// Buffers that can be live on one thread at the same time need different slots.
-enum class Scratch { ConvColumns, ConvPadded, ConvWide, ConvPartials, ConvWeightT, GemmPackedA, GemmPackedB, GemmPartials };
+enum class Scratch {
+  ConvColumns, ConvPadded, ConvWide, ConvPartials, ConvWeightT, GemmPackedA, GemmPackedB, GemmPartials,
+  PoolColumns, PoolRows, PoolPositions
+};
 
 template <class T, Scratch Slot>
 T* scratch(std::int64_t n) {

@@ -13,6 +13,7 @@
 
 #include "kernels/layer_kernels.h"
 #include "minidl/errors.h"
+#include "pool_case.h"
 #include "minidl/threads.h"
 #include "reference_kernels.h"
 
@@ -188,10 +189,8 @@ TEST(CpuConv2d, RejectsInvalidParams) {
 
 // ---- pooling -----------------------------------------------------------------------------------------------
 
-struct PoolCase {
-  const char* name;
-  std::int64_t N, C, H, W, kh, kw, sh, sw, ph = 0, pw = 0;
-};
+using testing::PoolCase;
+using testing::pool_params;
 
 std::vector<PoolCase> pool_cases() {
   return {
@@ -204,14 +203,6 @@ std::vector<PoolCase> pool_cases() {
       {"k1", 1, 2, 4, 3, 1, 1, 1, 1},
       {"global", 3, 2, 7, 5, 7, 5, 1, 1},
   };
-}
-
-kernels::Pool2dParams pool_params(const PoolCase& c) {
-  kernels::Pool2dParams p;
-  p.N = c.N, p.C = c.C, p.H = c.H, p.W = c.W, p.kh = c.kh, p.kw = c.kw, p.sh = c.sh, p.sw = c.sw, p.ph = c.ph,
-  p.pw = c.pw;
-  p.finalize("test pool");
-  return p;
 }
 
 // Max pool checked on continuous inputs, on inputs with many ties (integers in [-2, 2]: the first maximum must

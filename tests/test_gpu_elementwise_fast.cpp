@@ -14,12 +14,10 @@
 #include <cstdint>
 #include <cstring>
 #include <functional>
-#include <memory>
 #include <string>
 #include <type_traits>
 #include <vector>
 
-#include "core/tensor_impl.h"
 #include "cuda/activation.h"
 #include "cuda/reduce.h"
 #include "kernels/backend.h"
@@ -31,19 +29,13 @@ namespace {
 
 namespace F = nn::functional;
 using minidl::testing::expect_close;
+using minidl::testing::storage_view;
 
 const Device kGpu("cuda");
 const std::vector<std::int64_t> kSizes = {1, 3, 4, 5, 6, 7, 8, 1027, 262147};
 
 double rtol_of(DType dt) { return dt == kFloat32 ? 1e-5 : 1e-12; }
 double atol_of(DType dt) { return dt == kFloat32 ? 1e-6 : 1e-13; }
-
-/// A 1-D view of n elements of t's storage starting `skip` elements into t's data.
-Tensor view_of(const Tensor& t, std::int64_t skip, std::int64_t n) {
-  TensorImpl* i = t.unsafe_impl();
-  const std::size_t offset = i->byte_offset + static_cast<std::size_t>(skip) * dtype_size(i->dtype);
-  return Tensor(std::make_shared<TensorImpl>(i->storage, offset, Shape{n}, i->dtype));
-}
 
 std::uintptr_t address(const Tensor& t) { return reinterpret_cast<std::uintptr_t>(t.data_ptr()); }
 
@@ -56,7 +48,7 @@ Misaligned misaligned(const Tensor& values, double sentinel = 1234.5) {
   const std::int64_t n = values.numel();
   Misaligned m;
   m.buffer = full({n + 2}, sentinel, TensorOptions(values.dtype()).device(kGpu));
-  m.view = view_of(m.buffer, 1, n);
+  m.view = storage_view(m.buffer, 1, {n});
   m.view.copy_(values.detach().reshape({n}));
   EXPECT_EQ(address(m.buffer) % 16, 0u) << "a fresh allocation is 16-byte aligned";
   EXPECT_NE(address(m.view) % 16, 0u);

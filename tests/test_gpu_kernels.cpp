@@ -25,6 +25,7 @@
 #include "cuda/conv2d_staged.h"
 #include "minidl/cuda.h"
 #include "minidl/errors.h"
+#include "pool_case.h"
 #include "reference_kernels.h"
 
 namespace minidl {
@@ -699,10 +700,8 @@ TEST_F(GpuTest, Conv2dRejectsInvalidParams) {
 
 // ---- pooling -----------------------------------------------------------------------------------------------
 
-struct PoolCase {
-  const char* name;
-  std::int64_t N, C, H, W, kh, kw, sh, sw, ph = 0, pw = 0;
-};
+using testing::PoolCase;
+using testing::pool_params;
 
 std::vector<PoolCase> pool_cases() {
   return {
@@ -715,14 +714,6 @@ std::vector<PoolCase> pool_cases() {
       {"k1", 1, 2, 4, 3, 1, 1, 1, 1},
       {"global", 3, 2, 7, 5, 7, 5, 1, 1},
   };
-}
-
-kernels::Pool2dParams pool_params(const PoolCase& c) {
-  kernels::Pool2dParams p;
-  p.N = c.N, p.C = c.C, p.H = c.H, p.W = c.W, p.kh = c.kh, p.kw = c.kw, p.sh = c.sh, p.sw = c.sw, p.ph = c.ph,
-  p.pw = c.pw;
-  p.finalize("test pool");
-  return p;
 }
 
 // Continuous inputs, inputs with many ties (integers in [-2, 2]: the first maximum must win) and all-negative

@@ -10,11 +10,9 @@
 #include <exception>
 #include <iostream>
 #include <limits>
-#include <memory>
 #include <string>
 #include <vector>
 
-#include "core/tensor_impl.h"
 #include "kernels/backend.h"
 #include "minidl/config.h"
 #include "test_util.h"
@@ -24,6 +22,8 @@
 
 namespace minidl {
 namespace {
+
+using testing::storage_view;
 
 using i64 = std::int64_t;
 
@@ -193,7 +193,7 @@ TEST(MatmulGpu, OddSizesMatchReference) {
 /// or a gradient bucket's slice may.
 Tensor offset_view(const Shape& shape, std::size_t offset_bytes) {
   const Tensor base = empty({shape_numel(shape) + 4}, TensorOptions(kFloat32).device(Device(kCUDA)));
-  return Tensor(std::make_shared<TensorImpl>(base.unsafe_impl()->storage, offset_bytes, shape, kFloat32));
+  return storage_view(base, static_cast<std::int64_t>(offset_bytes / sizeof(float)), shape);
 }
 
 TEST(MatmulGpu, UnalignedBuffersMatchReference) {
@@ -215,23 +215,29 @@ TEST(MatmulGpu, UnalignedBuffersMatchReference) {
   }
 }
 
+/// Product c with TF32 off and on (other settings as the caller set them): every element against the float64
+/// reference, and a second run on the cached plan bitwise the same as the first.
+void expect_correct_and_repeatable(const Case& c) {
+  const Product p = make_product(c);
+  const Tensor a = p.a.cuda(), b = p.b.cuda();
+  for (const bool tf32 : {false, true}) {
+    set_tf32_matmul(tf32);
+    const std::string what = describe(c) + (tf32 ? ", TF32" : ", full FP32");
+    const Tensor first = run_gpu(c, a, b), second = run_gpu(c, a, b);
+    expect_matches(first, p, tf32 ? kTf32SumRtol : kFp32SumRtol, what);
+    const std::vector<float> x = first.cpu().to_vector<float>(), y = second.cpu().to_vector<float>();
+    ASSERT_EQ(x.size(), y.size());
+    EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)), 0) << what << ": the runs differ";
+  }
+}
+
 TEST(MatmulGpu, DeterministicRunsAreBitwiseIdentical) {
   MINIDL_REQUIRE_GPU();
   SettingsGuard settings;
   set_deterministic(true);
   // Fresh shapes (so the plans are chosen with the setting on) and fc1's (k = 9216 invites split-K algorithms).
   for (const Case& c : {kFc1Forward, kFc1Input, kFc1Weight, Case{3, 50, 70, 4000, false, true}}) {
-    const Product p = make_product(c);
-    const Tensor a = p.a.cuda(), b = p.b.cuda();
-    for (const bool tf32 : {false, true}) {
-      set_tf32_matmul(tf32);
-      const std::string what = describe(c) + (tf32 ? ", TF32" : ", full FP32");
-      const Tensor first = run_gpu(c, a, b), second = run_gpu(c, a, b);
-      expect_matches(first, p, tf32 ? kTf32SumRtol : kFp32SumRtol, what);
-      const std::vector<float> x = first.cpu().to_vector<float>(), y = second.cpu().to_vector<float>();
-      ASSERT_EQ(x.size(), y.size());
-      EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)), 0) << what << ": the runs differ";
-    }
+    expect_correct_and_repeatable(c);
   }
 }
 
@@ -256,17 +262,7 @@ TEST(MatmulGpu, LongKProductsMatchReferenceAndRepeat) {
   set_deterministic(true);
   for (const Case& c : {Case{1, 256, 128, 9216, false, true}, Case{1, 256, 9216, 128, false, false},
                         Case{1, 128, 9216, 256, true, false}, Case{2, 19, 45, 6001, true, false}}) {
-    const Product p = make_product(c);
-    const Tensor a = p.a.cuda(), b = p.b.cuda();
-    for (const bool tf32 : {false, true}) {
-      set_tf32_matmul(tf32);
-      const std::string what = describe(c) + (tf32 ? ", TF32" : ", full FP32");
-      const Tensor first = run_gpu(c, a, b), second = run_gpu(c, a, b);
-      expect_matches(first, p, tf32 ? kTf32SumRtol : kFp32SumRtol, what);
-      const std::vector<float> x = first.cpu().to_vector<float>(), y = second.cpu().to_vector<float>();
-      ASSERT_EQ(x.size(), y.size());
-      EXPECT_EQ(std::memcmp(x.data(), y.data(), x.size() * sizeof(float)), 0) << what << ": the runs differ";
-    }
+    expect_correct_and_repeatable(c);
 #if MINIDL_CUDA_ENABLED
     // The search ran (timed, so not "chosen untimed"); its choices are printed for the record.
     const std::string shape = detail::str("matmul batch ", c.batch, ", ", c.m, "x", c.k, c.ta ? " (a transposed)" : "",

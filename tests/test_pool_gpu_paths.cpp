@@ -23,6 +23,7 @@
 
 #include "cuda/context.h"
 #include "kernels/layer_kernels.h"
+#include "pool_case.h"
 #include "test_util.h"
 
 namespace minidl {
@@ -62,10 +63,8 @@ class ShiftedBuffer {
   T* ptr_ = nullptr;
 };
 
-struct PoolCase {
-  const char* name;
-  std::int64_t N, C, H, W, kh, kw, sh, sw, ph = 0, pw = 0;
-};
+using testing::PoolCase;
+using testing::pool_params;
 
 // Which kernels each case reaches with aligned buffers (float; double alike unless noted).
 std::vector<PoolCase> cases() {
@@ -93,14 +92,6 @@ std::vector<PoolCase> cases() {
       {"k3s2p1", 2, 3, 7, 8, 3, 3, 2, 2, 1, 1},
       {"k2_s2x1", 2, 3, 8, 8, 2, 2, 2, 1},
   };
-}
-
-kernels::Pool2dParams params(const PoolCase& c) {
-  kernels::Pool2dParams p;
-  p.N = c.N, p.C = c.C, p.H = c.H, p.W = c.W, p.kh = c.kh, p.kw = c.kw, p.sh = c.sh, p.sw = c.sw, p.ph = c.ph,
-  p.pw = c.pw;
-  p.finalize("test pool paths");
-  return p;
 }
 
 /// Buffer shifts in elements: x (and dx), y (and dy), indices. cudaMalloc aligns to 256 bytes, so shifting
@@ -166,7 +157,7 @@ TYPED_TEST(PoolGpuPaths, MaxPoolMatchesCpuBitwise) {
   MINIDL_REQUIRE_GPU();
   std::mt19937 rng(2026);
   for (const PoolCase& c : cases()) {
-    const kernels::Pool2dParams p = params(c);
+    const kernels::Pool2dParams p = pool_params(c);
     const std::int64_t xs = p.N * p.C * p.H * p.W, ys = p.N * p.C * p.P * p.Q;
     for (int kind = 0; kind < 4; ++kind) {
       const std::vector<T> x_host = input<T>(xs, kind, rng);

@@ -3,9 +3,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
+#include "core/tensor_impl.h"
 #include "minidl/minidl.h"
 
 namespace minidl {
@@ -39,6 +42,14 @@ inline void expect_close(const Tensor& actual, const Tensor& expected, double rt
 }
 
 inline bool gpu_available() { return cuda::is_available(); }
+
+/// A view of `shape` into t's storage, starting `skip` elements past t's first element: a tensor that starts
+/// mid-allocation, as a DDP bucket's gradient views and a batch's rows may.
+inline Tensor storage_view(const Tensor& t, std::int64_t skip, const Shape& shape) {
+  const TensorImpl* i = t.unsafe_impl();
+  const std::size_t offset = i->byte_offset + static_cast<std::size_t>(skip) * dtype_size(i->dtype);
+  return Tensor(std::make_shared<TensorImpl>(i->storage, offset, shape, i->dtype));
+}
 
 }  // namespace testing
 }  // namespace minidl

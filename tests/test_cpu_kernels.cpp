@@ -6,11 +6,13 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <limits>
 #include <random>
 #include <string>
 #include <vector>
 
+#include "cpu/conv2d_winograd.h"
 #include "kernels/layer_kernels.h"
 #include "minidl/errors.h"
 #include "pool_case.h"
@@ -97,7 +99,20 @@ std::vector<ConvCase> conv_cases() {
   add({"mnist_conv1", 2, 1, 28, 28, 32, 3, 3});
   add({"mnist_conv2", 2, 32, 26, 26, 64, 3, 3});
   add({"batch19_pad1", 19, 3, 6, 5, 4, 3, 3, 1, 1, 1, 1});
+  // Winograd's path (3x3, stride 1, >= 8 channels per group): odd and even output sizes (a last tile half
+  // outside), every padding its input gradient takes (0-2), asymmetric padding, groups, padding 3 (forward
+  // only: the input gradient takes the GEMM path).
+  add({"winograd_odd_sizes_pad1", 3, 8, 7, 9, 8, 3, 3, 1, 1, 1, 1});
+  add({"winograd_even_sizes", 2, 9, 10, 12, 12, 3, 3});
+  add({"winograd_pad2_groups2_nobias", 2, 16, 6, 5, 18, 3, 3, 1, 1, 2, 2, 1, 1, 2, false});
+  add({"winograd_pad_0x1", 5, 8, 5, 6, 8, 3, 3, 1, 1, 0, 1});
+  add({"winograd_forward_pad3", 1, 8, 4, 5, 8, 3, 3, 1, 1, 3, 3});
   return cases;
+}
+
+/// The cases whose forward and input gradient take Winograd's path.
+bool takes_winograd(const kernels::Conv2dParams& p) {
+  return cpu::winograd_forward_applies(p);
 }
 
 kernels::Conv2dParams conv_params(const ConvCase& c) {
@@ -109,47 +124,87 @@ kernels::Conv2dParams conv_params(const ConvCase& c) {
   return p;
 }
 
-TYPED_TEST(CpuKernels, Conv2dMatchesReference) {
-  using T = TypeParam;
-  std::mt19937 rng(1234);
-  for (const ConvCase& c : conv_cases()) {
-    SCOPED_TRACE(c.name);
-    const kernels::Conv2dParams p = conv_params(c);
-    const std::int64_t xs = p.N * p.C * p.H * p.W, ws = p.K * (p.C / p.groups) * p.R * p.S,
-                       ys = p.N * p.K * p.P * p.Q;
-    const auto x = uniform<T>(xs, rng), w = uniform<T>(ws, rng), b = uniform<T>(p.K, rng), dy = uniform<T>(ys, rng);
-    const T* bias = c.bias ? b.data() : nullptr;
+/// Every output of the three convolution kernels against the reference, for one case.
+template <class T>
+void expect_conv_matches_reference(const ConvCase& c, std::mt19937& rng) {
+  SCOPED_TRACE(c.name);
+  const kernels::Conv2dParams p = conv_params(c);
+  const std::int64_t xs = p.N * p.C * p.H * p.W, ws = p.K * (p.C / p.groups) * p.R * p.S,
+                     ys = p.N * p.K * p.P * p.Q;
+  const auto x = uniform<T>(xs, rng), w = uniform<T>(ws, rng), b = uniform<T>(p.K, rng), dy = uniform<T>(ys, rng);
+  const T* bias = c.bias ? b.data() : nullptr;
 
-    auto y = nans<T>(ys), y_ref = nans<T>(ys), y_relu = nans<T>(ys);
-    cpu::conv2d_forward(p, x.data(), w.data(), bias, y.data(), kernels::Activation::None);
-    ref::conv2d_forward(p, x.data(), w.data(), bias, y_ref.data());
-    expect_all_close(y, y_ref, "y");
-    // The fused ReLU: the same sums, so exactly Relu of each plain output (and some outputs are negative).
-    cpu::conv2d_forward(p, x.data(), w.data(), bias, y_relu.data(), kernels::Activation::Relu);
-    int negatives = 0;
-    for (std::int64_t i = 0; i < ys; ++i) {
-      negatives += y[i] < 0;
-      ASSERT_EQ(y_relu[i], kernels::Relu<T>{T(0)}(y[i])) << "element " << i;
-    }
-    EXPECT_GT(negatives, 0);
-
-    auto dx = nans<T>(xs), dx_ref = nans<T>(xs);
-    cpu::conv2d_backward_input(p, dy.data(), w.data(), dx.data());
-    ref::conv2d_backward_input(p, dy.data(), w.data(), dx_ref.data());
-    expect_all_close(dx, dx_ref, "dx");
-
-    auto dw = nans<T>(ws), dw_ref = nans<T>(ws), db = nans<T>(p.K), db_ref = nans<T>(p.K);
-    T* dbias = c.bias ? db.data() : nullptr;
-    cpu::conv2d_backward_weight(p, x.data(), dy.data(), dw.data(), dbias);
-    ref::conv2d_backward_weight(p, x.data(), dy.data(), dw_ref.data(), c.bias ? db_ref.data() : nullptr);
-    expect_all_close(dw, dw_ref, "dw");
-    if (c.bias) expect_all_close(db, db_ref, "dbias");
-
-    // A second call from stale outputs must give bitwise the same result (fixed reduction order).
-    auto dw2 = nans<T>(ws), db2 = nans<T>(p.K);
-    cpu::conv2d_backward_weight(p, x.data(), dy.data(), dw2.data(), c.bias ? db2.data() : nullptr);
-    EXPECT_EQ(dw2, dw);
+  auto y = nans<T>(ys), y_ref = nans<T>(ys), y_relu = nans<T>(ys);
+  cpu::conv2d_forward(p, x.data(), w.data(), bias, y.data(), kernels::Activation::None);
+  ref::conv2d_forward(p, x.data(), w.data(), bias, y_ref.data());
+  expect_all_close(y, y_ref, "y");
+  // The fused ReLU: the same sums, so exactly Relu of each plain output (and some outputs are negative).
+  cpu::conv2d_forward(p, x.data(), w.data(), bias, y_relu.data(), kernels::Activation::Relu);
+  int negatives = 0;
+  for (std::int64_t i = 0; i < ys; ++i) {
+    negatives += y[i] < 0;
+    ASSERT_EQ(y_relu[i], kernels::Relu<T>{T(0)}(y[i])) << "element " << i;
   }
+  EXPECT_GT(negatives, 0);
+
+  auto dx = nans<T>(xs), dx_ref = nans<T>(xs);
+  cpu::conv2d_backward_input(p, dy.data(), w.data(), dx.data());
+  ref::conv2d_backward_input(p, dy.data(), w.data(), dx_ref.data());
+  expect_all_close(dx, dx_ref, "dx");
+
+  auto dw = nans<T>(ws), dw_ref = nans<T>(ws), db = nans<T>(p.K), db_ref = nans<T>(p.K);
+  T* dbias = c.bias ? db.data() : nullptr;
+  cpu::conv2d_backward_weight(p, x.data(), dy.data(), dw.data(), dbias);
+  ref::conv2d_backward_weight(p, x.data(), dy.data(), dw_ref.data(), c.bias ? db_ref.data() : nullptr);
+  expect_all_close(dw, dw_ref, "dw");
+  if (c.bias) expect_all_close(db, db_ref, "dbias");
+
+  // A second call from stale outputs must give bitwise the same result (fixed reduction order).
+  auto dw2 = nans<T>(ws), db2 = nans<T>(p.K);
+  cpu::conv2d_backward_weight(p, x.data(), dy.data(), dw2.data(), c.bias ? db2.data() : nullptr);
+  EXPECT_EQ(dw2, dw);
+}
+
+TYPED_TEST(CpuKernels, Conv2dMatchesReference) {
+  std::mt19937 rng(1234);
+  int winograd = 0;
+  for (const ConvCase& c : conv_cases()) {
+    winograd += takes_winograd(conv_params(c));
+    expect_conv_matches_reference<TypeParam>(c, rng);
+  }
+  EXPECT_EQ(winograd, 6) << "cases that take Winograd's path (mnist_conv2 and the winograd_* ones)";
+}
+
+// The GEMM path for the shapes Winograd's path takes otherwise (MINIDL_CPU_WINOGRAD=0 turns it off).
+TYPED_TEST(CpuKernels, Conv2dGemmPathMatchesReference) {
+  std::mt19937 rng(4321);
+  std::vector<ConvCase> cases;
+  for (const ConvCase& c : conv_cases())
+    if (takes_winograd(conv_params(c))) cases.push_back(c);
+  ASSERT_EQ(::setenv("MINIDL_CPU_WINOGRAD", "0", 1), 0);
+  for (const ConvCase& c : cases) {
+    EXPECT_FALSE(takes_winograd(conv_params(c))) << c.name;
+    expect_conv_matches_reference<TypeParam>(c, rng);
+  }
+  ::unsetenv("MINIDL_CPU_WINOGRAD");
+}
+
+TEST(CpuConv2d, WinogradRejectsShapesItDoesNotHandle) {
+  kernels::Conv2dParams p;
+  p.N = 1, p.C = 8, p.H = 6, p.W = 6, p.K = 8, p.R = 3, p.S = 3, p.stride_h = 2;
+  p.finalize("test");
+  std::vector<float> x(8 * 36, 1.0f), w(8 * 8 * 9, 1.0f), y(8 * 36);
+  EXPECT_THROW(cpu::winograd_conv2d_forward<float>(p, x.data(), w.data(), nullptr, y.data(), kernels::Activation::None),
+               ValueError);  // stride 2
+  p.stride_h = 1, p.C = 4, p.groups = 1;
+  p.finalize("test");
+  EXPECT_THROW(cpu::winograd_conv2d_forward<float>(p, x.data(), w.data(), nullptr, y.data(), kernels::Activation::None),
+               ValueError);  // 4 input channels
+  p.C = 8, p.pad_h = 3;
+  p.finalize("test");
+  EXPECT_TRUE(cpu::winograd_forward_applies(p));
+  EXPECT_FALSE(cpu::winograd_backward_input_applies(p));  // padding 3: dy would need padding -1
+  EXPECT_THROW(cpu::winograd_conv2d_backward_input<float>(p, y.data(), w.data(), x.data()), ValueError);
 }
 
 // The weight gradient sums the batch in one chunk per thread and adds the chunks up over the pool: correct for

@@ -122,6 +122,8 @@ TEST(LayersGradcheck, Conv2d) {
       {1, 2, 2, 2, 1, 1, 2, 1, true},                 // dilation 2, padding 1
       {3, 4, 4, 3, 1, 1, 1, 2, true},                 // groups 2
       {3, 4, 2, {3, 2}, 2, 1, 2, 2, false},           // everything at once
+      {2, 8, 8, 3, 1, 1, 1, 1, true},                 // Winograd's path (3x3, stride 1, >= 8 channels)
+      {1, 16, 16, 3, 1, {0, 2}, 1, 2, false},         // Winograd's path, groups 2, padding 0x2
   };
   for (const ConvCase& cc : cases) {
     nn::Conv2d conv(nn::Conv2dOptions(cc.c, cc.k, cc.kernel)

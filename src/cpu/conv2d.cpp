@@ -30,6 +30,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "cpu/conv2d_winograd.h"
 #include "cpu/gemm.h"
 #include "cpu/lane_sum.h"
 #include "cpu/scratch.h"
@@ -193,6 +194,7 @@ void copy_out(const Conv2dParams& p, const Geometry& g, const T* __restrict wide
 
 template <class T>
 void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, Activation act) {
+  if (winograd_forward_applies(p)) return winograd_conv2d_forward(p, x, w, bias, y, act);
   const Geometry g = geometry(p, "conv2d_forward");
   parallel_for(p.N * p.groups, g.cost, [&](Index begin, Index end) {
     // Implicit: the GEMM writes the wide output, whose valid columns are copied out with the bias added.
@@ -227,6 +229,7 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
 
 template <class T>
 void conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
+  if (winograd_backward_input_applies(p)) return winograd_conv2d_backward_input(p, dy, w, dx);
   const Geometry g = geometry(p, "conv2d_backward_input");
   parallel_for(p.N * p.groups, g.cost, [&](Index begin, Index end) {
     T* dcol = g.direct ? nullptr : scratch<T, Scratch::ConvColumns>(g.CRS * g.PQ);

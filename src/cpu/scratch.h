@@ -13,7 +13,7 @@ namespace cpu {
 /// Buffers that can be live on one thread at the same time need different slots.
 enum class Scratch {
   ConvColumns, ConvPadded, ConvWide, ConvPartials, ConvWeightT, GemmPackedA, GemmPackedB, GemmPartials,
-  PoolColumns, PoolRows, PoolPositions
+  PoolColumns, PoolRows, PoolPositions, WinogradFilters, WinogradInputs, WinogradProducts, WinogradRows
 };
 
 template <class T, Scratch Slot>

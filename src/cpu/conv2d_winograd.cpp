@@ -1,0 +1,304 @@
+// Winograd F(2x2, 3x3) convolution (cpu/conv2d_winograd.h). With d a 4x4 input patch, g a 3x3 filter and
+//   B^T = [1 0 -1 0; 0 1 1 0; 0 -1 1 0; 0 1 0 -1],  G = [1 0 0; 1/2 1/2 1/2; 1/2 -1/2 1/2; 0 0 1],
+//   A^T = [1 1 1 0; 0 1 -1 -1],
+// the 2x2 output block is Y = A^T [sum over channels (G g G^T) .* (B^T d B)] A: the filters are transformed
+// once per call (U), the patches once per image (V), and the sum over channels of the elementwise products is,
+// for each of the 16 transformed positions xi, one matrix product M_xi = U_xi * V_xi of (out channels x in
+// channels) by (in channels x tiles), run by cpu/gemm.h. Each (image, group) is one parallel_for item: its V
+// and M (conv2: 295 KB and 590 KB) stay in the thread's L2 between the three steps.
+#include "cpu/parallel.h"  // first: it defines EIGEN_USE_THREADS, which must precede every Eigen header
+
+#include "cpu/conv2d_winograd.h"
+
+#include <algorithm>
+#include <vector>
+
+#include "core/env_switch.h"
+#include "cpu/cpu_clones.h"
+#include "cpu/gemm.h"
+#include "cpu/scratch.h"
+
+namespace minidl {
+namespace cpu {
+namespace {
+
+using kernels::Activation;
+using kernels::Conv2dParams;
+using Index = std::int64_t;
+
+bool shape_ok(const Conv2dParams& p) {
+  return p.R == 3 && p.S == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dil_h == 1 && p.dil_w == 1 &&
+         p.C / p.groups >= kWinogradMinChannels && p.K / p.groups >= kWinogradMinChannels;
+}
+
+bool backward_shape_ok(const Conv2dParams& p) { return shape_ok(p) && p.pad_h <= 2 && p.pad_w <= 2; }
+
+void check_finalized(const Conv2dParams& p, const char* op) {
+  MINIDL_CHECK(p.P > 0 && p.Q > 0, ValueError, op, ": Conv2dParams were not finalized (output size ", p.P, "x", p.Q,
+               ")");
+}
+
+/// The 4x4 transform G g G^T of the 3x3 filter whose element (r, s) is g(r, s), into u[xi * xi_stride],
+/// xi = 4 * row + column.
+template <class T, class F>
+void transform_filter(F&& g, T* u, Index xi_stride) {
+  T gg[4][3];  // G g
+  for (int s = 0; s < 3; ++s) {
+    const T a = g(0, s), b = g(1, s), c = g(2, s);
+    gg[0][s] = a;
+    gg[1][s] = (a + b + c) / 2;
+    gg[2][s] = (a - b + c) / 2;
+    gg[3][s] = c;
+  }
+  for (int r = 0; r < 4; ++r) {  // (G g) G^T
+    const T a = gg[r][0], b = gg[r][1], c = gg[r][2];
+    u[(4 * r + 0) * xi_stride] = a;
+    u[(4 * r + 1) * xi_stride] = (a + b + c) / 2;
+    u[(4 * r + 2) * xi_stride] = (a - b + c) / 2;
+    u[(4 * r + 3) * xi_stride] = c;
+  }
+}
+
+/// The filters' transforms for the convolution `q` (its K outputs from its C inputs), per group the 16 matrices
+/// U_xi (Kg x Cg, row-major) one after the other. `filter(o, i, r, s)` reads tap (r, s) of output o's filter
+/// over input i (indices across groups for o, within the group for i).
+template <class T, class F>
+void transform_filters(const Conv2dParams& q, F&& filter, T* u) {
+  const Index Kg = q.K / q.groups, Cg = q.C / q.groups;
+  parallel_for(q.K, static_cast<double>(Cg * 64), [&](Index begin, Index end) {
+    for (Index o = begin; o < end; ++o) {
+      const Index grp = o / Kg, ko = o % Kg;
+      for (Index i = 0; i < Cg; ++i)
+        transform_filter<T>([&](int r, int s) { return filter(o, i, r, s); },
+                            u + (grp * 16 * Kg + ko) * Cg + i, Kg * Cg);
+    }
+  });
+}
+
+// The transforms run as passes over whole planes, so that every loop is long and runs on whole vectors (per
+// tile, or per row of 12 tiles, nothing vectorised or the epilogues did all the work). B^T's rows applied to
+// the four values (d0, d1, d2, d3) give (d0 - d2, d1 + d2, d2 - d1, d1 - d3); A^T's give (m0 + m1 + m2,
+// m1 - m2 - m3). Tiles step by two rows and two columns, which no linear loop can follow, so:
+//   - the input plane is stored with its even rows first, then its odd rows ("parity-split"): the patch rows
+//     2th .. 2th + 3 of tile row th are then rows th, th + 1 of each half;
+//   - each row is split into its even and odd columns: patch columns 2tw .. 2tw + 3 are then even[tw],
+//     odd[tw], even[tw + 1], odd[tw + 1];
+//   - tiles are numbered u = th * n + tw with n = Tq + 1: one junk tile per tile row (it reads across the end
+//     of a row), so that u runs linearly over whole planes. The products compute the junk tiles too (1/Tq more
+//     work) and the output transform drops them.
+
+/// out_j[i] = (B^T d)_j for d = (d0[i], d1[i], d2[i], d3[i]), i in [0, n).
+template <class T>
+inline void apply_bt(const T* __restrict d0, const T* __restrict d1, const T* __restrict d2, const T* __restrict d3,
+                     T* __restrict out0, T* __restrict out1, T* __restrict out2, T* __restrict out3, Index n) {
+  for (Index i = 0; i < n; ++i) {
+    out0[i] = d0[i] - d2[i];
+    out1[i] = d1[i] + d2[i];
+    out2[i] = d2[i] - d1[i];
+    out3[i] = d1[i] - d3[i];
+  }
+}
+
+/// out_j[i] = (A^T m)_j for m = (m0[i], m1[i], m2[i], m3[i]), i in [0, n).
+template <class T>
+inline void apply_at(const T* __restrict m0, const T* __restrict m1, const T* __restrict m2, const T* __restrict m3,
+                     T* __restrict out0, T* __restrict out1, Index n) {
+  for (Index i = 0; i < n; ++i) {
+    out0[i] = m0[i] + m1[i] + m2[i];
+    out1[i] = m1[i] - m2[i] - m3[i];
+  }
+}
+
+/// The products' columns are a multiple of this: of every GEMM build's panel width (cpu/gemm_kernel.inc).
+constexpr Index kLdAlign = 32;
+
+/// Sizes of one (image, group)'s transforms.
+struct Tiling {
+  Index Tp, Tq;  // tile rows and columns: 2x2 output blocks covering P x Q
+  Index n;       // tiles per tile row, with the junk one: Tq + 1
+  Index Hs, Ws;  // the parity-split input plane, 2 Tp + 2 x 2 n, covering every patch
+  Index tiles;   // Tp * n: the products' columns
+};
+
+Tiling tiling(const Conv2dParams& q) {
+  Tiling t;
+  t.Tp = (q.P + 1) / 2;
+  t.Tq = (q.Q + 1) / 2;
+  t.n = t.Tq + 1;
+  t.Hs = 2 * t.Tp + 2;
+  t.Ws = 2 * t.n;
+  t.tiles = t.Tp * t.n;
+  return t;
+}
+
+/// V_xi[c][u] = (B^T d B)[xi] for the patch d of tile u of channel c of xb (the image-group's Cg input planes of
+/// q.H x q.W, padded as q says), into v[xi * xi_stride + c * ld + u]; finite junk for u in [tiles, ld). Each
+/// channel is first copied into a parity-split plane of Hs x Ws (zero where padding), all of which stays in L1.
+template <class T>
+MINIDL_CPU_CLONES void transform_inputs(const Conv2dParams& q, const Tiling& t, const T* xb, Index Cg, Index ld,
+                                        Index xi_stride, T* v) {
+  const Index len = t.Hs * t.n;  // split columns of a plane
+  const Index half = len / 2;    // where the odd rows start
+  const Index h_end = std::min(q.H, t.Hs - q.pad_h), w_end = std::max<Index>(0, std::min(q.W, t.Ws - q.pad_w));
+  T* const plane = scratch<T, Scratch::ConvPadded>(t.Hs * t.Ws);
+  // even / odd: the plane's even and odd columns (one more, zero, for the last junk tile); rows_bt: B^T along
+  // the patch rows, result j at rows_bt + j * len, then kLdAlign zeros. Down the patch columns, tiles [tiles, ld)
+  // are computed too, from values past the end of their rows (the next rows', then those zeros): finite junk in
+  // columns the products compute and the output transform drops, instead of a fill of every row's tail.
+  T* const even = scratch<T, Scratch::WinogradRows>(6 * len + 2 + kLdAlign);
+  T* const odd = even + len + 1;
+  T* const rows_bt = odd + len + 1;
+  even[len] = odd[len] = T(0);
+  std::fill(rows_bt + 4 * len, rows_bt + 4 * len + kLdAlign, T(0));
+  std::fill(plane, plane + t.Hs * t.Ws, T(0));  // every channel writes the same elements: the padding stays zero
+  for (Index c = 0; c < Cg; ++c) {
+    for (Index ih = 0; ih < h_end; ++ih) {
+      const Index h = ih + q.pad_h;
+      const T* __restrict src = xb + (c * q.H + ih) * q.W;
+      T* __restrict dst = plane + (h % 2 * (t.Hs / 2) + h / 2) * t.Ws + q.pad_w;
+      for (Index w = 0; w < w_end; ++w) dst[w] = src[w];  // short rows: inline, not a call to memmove
+    }
+    const T* __restrict split = plane;
+    for (Index i = 0; i < len; ++i) {
+      even[i] = split[2 * i];
+      odd[i] = split[2 * i + 1];
+    }
+    apply_bt(even, odd, even + 1, odd + 1, rows_bt, rows_bt + len, rows_bt + 2 * len, rows_bt + 3 * len, len);
+    for (int j = 0; j < 4; ++j) {  // B^T down the patch columns, for column j of B^T d
+      const T* ev = rows_bt + j * len;
+      const T* od = ev + half;
+      T* out = v + j * xi_stride + c * ld;
+      apply_bt(ev, od, ev + t.n, od + t.n, out, out + 4 * xi_stride, out + 8 * xi_stride, out + 12 * xi_stride, ld);
+    }
+  }
+}
+
+/// out[2i] = act((A^T m)_0 + b), out[2i + 1] = act((A^T m)_1 + b) for m = (m0[i], m1[i], m2[i], m3[i]),
+/// i in [0, n): A^T along the tiles' rows, written as the output row's pairs of columns.
+template <class T, class Act>
+inline void apply_at_pairs(const T* __restrict m0, const T* __restrict m1, const T* __restrict m2,
+                           const T* __restrict m3, T b, Act act, T* __restrict out, Index n) {
+  for (Index i = 0; i < n; ++i) {
+    out[2 * i] = act(m0[i] + m1[i] + m2[i] + b);
+    out[2 * i + 1] = act(m1[i] - m2[i] - m3[i] + b);
+  }
+}
+
+/// y[k] (P x Q) = act(A^T M A + bias[k]) for the Kg output channels, M_xi[k][u] at m[xi * xi_stride + k * ld + u].
+/// The 2x2 blocks go to a parity-split output plane first (row r of half i is output row 2r + i, 2n long),
+/// from which each output row is copied.
+template <class T, class Act>
+MINIDL_CPU_CLONES void transform_outputs(const T* m, const Tiling& t, Index Kg, Index ld, Index xi_stride, Index P,
+                                         Index Q, const T* bias, Act act, T* y) {
+  const Index tiles = t.tiles;
+  // cols[2j + i]: row i of A^T M's column j; split: the output plane.
+  T* const cols = scratch<T, Scratch::WinogradRows>(12 * tiles);
+  T* const split = cols + 8 * tiles;
+  for (Index k = 0; k < Kg; ++k) {
+    const T* mk = m + k * ld;
+    for (int j = 0; j < 4; ++j)
+      apply_at(mk + j * xi_stride, mk + (4 + j) * xi_stride, mk + (8 + j) * xi_stride, mk + (12 + j) * xi_stride,
+               cols + 2 * j * tiles, cols + (2 * j + 1) * tiles, tiles);
+    const T b = bias ? bias[k] : T(0);
+    for (int i = 0; i < 2; ++i)
+      apply_at_pairs(cols + i * tiles, cols + (2 + i) * tiles, cols + (4 + i) * tiles, cols + (6 + i) * tiles, b, act,
+                     split + 2 * i * tiles, tiles);
+    for (Index h = 0; h < P; ++h) {
+      const T* __restrict src = split + (h % 2 * t.Tp + h / 2) * 2 * t.n;
+      T* __restrict dst = y + (k * P + h) * Q;
+      for (Index w = 0; w < Q; ++w) dst[w] = src[w];
+    }
+  }
+}
+
+/// The Winograd convolution `q` (forward geometry) of x with the transformed filters u (transform_filters).
+template <class T>
+void winograd_conv(const Conv2dParams& q, const T* x, const T* u, const T* bias, Activation act, T* y) {
+  const Index Cg = q.C / q.groups, Kg = q.K / q.groups;
+  const Tiling t = tiling(q);
+  // The products run over ld columns, a multiple of every GEMM build's panel width (at most 32 floats): all
+  // panels are then full and read in place, where a last partial one was packed and its tiles went through a
+  // copy (a tenth of the time). The 16 matrices of V and of M are a cache line more than their rows apart: the
+  // transforms read or write all 16 at once, and at a multiple of 4 KB apart (conv2's input gradient: 64 rows
+  // of 176 floats) they fall into one L1 set, more than its ways; the input transform ran 8x slower.
+  const Index ld = (t.tiles + kLdAlign - 1) / kLdAlign * kLdAlign, line = 64 / static_cast<Index>(sizeof(T));
+  const Index v_stride = Cg * ld + line, m_stride = Kg * ld + line;
+  std::vector<Index> rows(static_cast<std::size_t>(Cg));  // V_xi's rows, for the GEMM's in-place reads
+  for (Index c = 0; c < Cg; ++c) rows[static_cast<std::size_t>(c)] = c * ld;
+  const double cost = static_cast<double>(t.tiles) * static_cast<double>(16 * Kg * Cg + 32 * (Kg + Cg));
+  parallel_for(q.N * q.groups, cost, [&](Index begin, Index end) {
+    T* v = scratch<T, Scratch::WinogradInputs>(16 * v_stride);
+    T* m = scratch<T, Scratch::WinogradProducts>(16 * m_stride);
+    for (Index i = begin; i < end; ++i) {
+      const Index n = i / q.groups, grp = i % q.groups;
+      transform_inputs(q, t, x + (n * q.C + grp * Cg) * q.H * q.W, Cg, ld, v_stride, v);
+      const T* ug = u + grp * 16 * Kg * Cg;
+      for (int xi = 0; xi < 16; ++xi) {
+        gemm<T>({Kg, ld, Cg, {ug + xi * Kg * Cg, Cg, 1}, {v + xi * v_stride, 0, 1, rows.data()},
+                 {m + xi * m_stride, ld, 1}, false});
+      }
+      T* yb = y + (n * q.K + grp * Kg) * q.P * q.Q;
+      const T* bg = bias ? bias + grp * Kg : nullptr;
+      if (act == Activation::Relu) {
+        transform_outputs(m, t, Kg, ld, m_stride, q.P, q.Q, bg, kernels::Relu<T>{T(0)}, yb);
+      } else {
+        transform_outputs(m, t, Kg, ld, m_stride, q.P, q.Q, bg, [](T value) { return value; }, yb);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+bool winograd_forward_applies(const Conv2dParams& p) {
+  return shape_ok(p) && env_switch("MINIDL_CPU_WINOGRAD", true);
+}
+
+bool winograd_backward_input_applies(const Conv2dParams& p) {
+  return backward_shape_ok(p) && env_switch("MINIDL_CPU_WINOGRAD", true);
+}
+
+template <class T>
+void winograd_conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, Activation act) {
+  check_finalized(p, "winograd_conv2d_forward");
+  MINIDL_CHECK(shape_ok(p), ValueError, "winograd_conv2d_forward: needs a 3x3 kernel, stride 1, dilation 1 and at least ",
+               kWinogradMinChannels, " channels per group, found ", p.R, "x", p.S, ", stride ", p.stride_h, "x",
+               p.stride_w, ", dilation ", p.dil_h, "x", p.dil_w, ", ", p.C / p.groups, " -> ", p.K / p.groups);
+  const Index Cg = p.C / p.groups;
+  T* u = scratch<T, Scratch::WinogradFilters>(16 * p.K * Cg);
+  transform_filters<T>(p, [&](Index o, Index i, int r, int s) { return w[((o * Cg + i) * 3 + r) * 3 + s]; }, u);
+  winograd_conv(p, x, u, bias, act, y);
+}
+
+template <class T>
+void winograd_conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
+  check_finalized(p, "winograd_conv2d_backward_input");
+  MINIDL_CHECK(backward_shape_ok(p), ValueError,
+               "winograd_conv2d_backward_input: needs a 3x3 kernel, stride 1, dilation 1, padding at most 2 and at "
+               "least ", kWinogradMinChannels, " channels per group, found ", p.R, "x", p.S, ", stride ", p.stride_h,
+               "x", p.stride_w, ", dilation ", p.dil_h, "x", p.dil_w, ", padding ", p.pad_h, "x", p.pad_w, ", ",
+               p.C / p.groups, " -> ", p.K / p.groups);
+  // dx is the convolution of dy, padded by 2 - padding, with each filter turned by 180 degrees and the roles of
+  // input and output channels swapped (within each group).
+  Conv2dParams q;
+  q.N = p.N, q.C = p.K, q.H = p.P, q.W = p.Q, q.K = p.C, q.R = 3, q.S = 3;
+  q.pad_h = 2 - p.pad_h, q.pad_w = 2 - p.pad_w, q.groups = p.groups;
+  q.finalize("winograd_conv2d_backward_input");
+  const Index Cg = p.C / p.groups, Kg = p.K / p.groups;
+  T* u = scratch<T, Scratch::WinogradFilters>(16 * p.C * Kg);
+  transform_filters<T>(q, [&](Index o, Index i, int r, int s) {
+    const Index grp = o / Cg, k = grp * Kg + i, c = o % Cg;
+    return w[((k * Cg + c) * 3 + 2 - r) * 3 + 2 - s];
+  }, u);
+  winograd_conv(q, dy, u, static_cast<const T*>(nullptr), Activation::None, dx);
+}
+
+#define MINIDL_INSTANTIATE_WINOGRAD(T)                                                                        \
+  template void winograd_conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, Activation); \
+  template void winograd_conv2d_backward_input<T>(const Conv2dParams&, const T*, const T*, T*);
+MINIDL_INSTANTIATE_WINOGRAD(float)
+MINIDL_INSTANTIATE_WINOGRAD(double)
+#undef MINIDL_INSTANTIATE_WINOGRAD
+
+}  // namespace cpu
+}  // namespace minidl

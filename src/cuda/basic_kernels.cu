@@ -13,6 +13,7 @@
 #include "cuda/context.h"
 #include "cuda/matmul.h"
 #include "cuda/reduce.h"
+#include "cuda/wide_access.cuh"
 #include "kernels/backend.h"
 #include "kernels/dispatch_types.h"
 #include "minidl/cuda.h"
@@ -38,26 +39,9 @@ unsigned int row_blocks(i64 rows) { return static_cast<unsigned int>(std::max<i6
 
 #define GRID_STRIDE(i, n) for (i64 i = blockIdx.x * (i64)blockDim.x + threadIdx.x; i < (n); i += (i64)blockDim.x * gridDim.x)
 
-/// 16 bytes of T, the widest single global load or store: 4 floats, 2 doubles or int64s. Memory-bound kernels
-/// move packs when their pointers allow: scalar 4-byte accesses reached 2.6 TB/s of the H200's ~4 on 9.4 M floats.
-template <class T> struct alignas(16) Pack {
-  static constexpr int size = 16 / sizeof(T);
-  T v[size];
-};
-bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
-// Pack g of p, moved as one uint4: copying a Pack from global memory directly compiled to scalar loads.
-template <class T> __device__ Pack<T> load_pack(const T* p, i64 g) {
-  const uint4 raw = reinterpret_cast<const uint4*>(p)[g];
-  Pack<T> r;
-  memcpy(&r, &raw, sizeof raw);
-  return r;
-}
-template <class T> __device__ void store_pack(T* p, i64 g, const Pack<T>& r) {
-  uint4 raw;
-  memcpy(&raw, &r, sizeof raw);
-  reinterpret_cast<uint4*>(p)[g] = raw;
-}
+/// 16 bytes of T (4 floats, 2 doubles or int64s), the widest single global access: memory-bound kernels move
+/// packs, by load_wide and store_wide, when their pointers are 16-byte aligned.
+template <class T> using Pack = Wide<T, 16 / sizeof(T)>;
 
 /// Element j of the result is f(element j of each input): the same per-element call as the scalar loop.
 template <class T, class F, class... P> __device__ Pack<T> map_pack(const F& f, const P&... in) {
@@ -70,14 +54,15 @@ template <class T, class F, class... P> __device__ Pack<T> map_pack(const F& f, 
 /// y[i] = f(in[i]...) (no inputs: fill). The first `packs` packs go by 16-byte accesses (the host passes 0 when a
 /// pointer is not 16-byte aligned: a view with an offset), the rest element by element. y may alias an input.
 template <class T, class F, class... In> __global__ void map_kernel(T* y, i64 n, i64 packs, F f, const In*... in) {
-  GRID_STRIDE(p, packs) store_pack(y, p, map_pack<T>(f, load_pack(in, p)...));
-  const i64 rest = packs * Pack<T>::size;
+  constexpr int k = Pack<T>::size;
+  GRID_STRIDE(p, packs) store_wide(y + p * k, map_pack<T>(f, load_wide<k>(in + p * k)...));
+  const i64 rest = packs * k;
   GRID_STRIDE(i, n - rest) y[rest + i] = f(in[rest + i]...);
 }
 
 template <class T, class F, class... In> void launch_map(T* y, i64 n, const F& f, const In*... in) {
   if (n == 0) return;
-  const i64 packs = aligned16(y) && (aligned16(in) && ...) ? n / Pack<T>::size : 0;
+  const i64 packs = is_aligned(y, 16) && (is_aligned(in, 16) && ...) ? n / Pack<T>::size : 0;
   const i64 rest = n - packs * Pack<T>::size;
   map_kernel<<<blocks_for(std::max(packs, rest)), kThreads, 0, stream()>>>(y, n, packs, f, in...);
   MINIDL_CUDA_KERNEL_CHECK();
@@ -102,19 +87,21 @@ template <class T> __global__ void arange_kernel(T* out, i64 n, double start, do
 
 /// Group g of p (m elements, m < the pack size only at the end): one 16-byte access when `whole`, else m scalars.
 template <class T> __device__ Pack<T> load_group(const T* p, i64 g, int m, bool whole) {
-  if (whole) return load_pack(p, g);
+  constexpr int k = Pack<T>::size;
+  if (whole) return load_wide<k>(p + g * k);
   Pack<T> r{};
 #pragma unroll
-  for (int j = 0; j < Pack<T>::size; ++j) {
-    if (j < m) r.v[j] = p[g * Pack<T>::size + j];
+  for (int j = 0; j < k; ++j) {
+    if (j < m) r.v[j] = p[g * k + j];
   }
   return r;
 }
 template <class T> __device__ void store_group(T* p, i64 g, const Pack<T>& r, int m, bool whole) {
-  if (whole) return store_pack(p, g, r);
+  constexpr int k = Pack<T>::size;
+  if (whole) return store_wide(p + g * k, r);
 #pragma unroll
-  for (int j = 0; j < Pack<T>::size; ++j) {
-    if (j < m) p[g * Pack<T>::size + j] = r.v[j];
+  for (int j = 0; j < k; ++j) {
+    if (j < m) p[g * k + j] = r.v[j];
   }
 }
 
@@ -437,7 +424,7 @@ void random_fill(Tensor& out, bool normal, double a, double b) {
   kernels::dispatch_floating(out.dtype(), normal ? "randn" : "rand", [&](auto tag) {
     using T = typename decltype(tag)::type;
     T* y = out.data_ptr<T>();
-    launch_random<T>(out.numel(), normal, a, b, StoreDraw<T>{y, aligned16(y)});
+    launch_random<T>(out.numel(), normal, a, b, StoreDraw<T>{y, is_aligned(y, 16)});
   });
 }
 }  // namespace
@@ -450,8 +437,8 @@ void dropout(const Tensor& x, double p, Tensor& out, Tensor& mask) {
     const T* xs = x.data_ptr<T>();
     T* ys = out.data_ptr<T>();
     T* ms = mask.data_ptr<T>();
-    launch_random<T>(x.numel(), false, 0.0, 1.0,
-                     StoreDropout<T>{xs, ys, ms, {static_cast<T>(p)}, aligned16(xs) && aligned16(ys) && aligned16(ms)});
+    const bool packed = is_aligned(xs, 16) && is_aligned(ys, 16) && is_aligned(ms, 16);
+    launch_random<T>(x.numel(), false, 0.0, 1.0, StoreDropout<T>{xs, ys, ms, {static_cast<T>(p)}, packed});
   });
 }
 

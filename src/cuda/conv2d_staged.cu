@@ -257,12 +257,31 @@ __global__ void __launch_bounds__(kThreads, 3) staged_gemm_kernel(ConvGemm g, Ba
 #endif
 }
 
-/// Per-device launch facts, looked up once: multiprocessors, shared memory (per block with opt-in, per
-/// multiprocessor), how many blocks the registers allow, and whether the kernel loaded for the device has a body
-/// (compute capability 8.0 or later).
+/// The device's multiprocessors, looked up once per device: how many, and the shared memory and registers of
+/// each, from which the launch plans of both kernels (DeviceSetup, WgradSetup) size their occupancy.
+struct Multiprocessors {
+  int count = 0;
+  int smem = 0;       // bytes of shared memory per multiprocessor
+  int registers = 0;  // 32-bit registers per multiprocessor
+};
+
+const Multiprocessors& multiprocessors() {
+  static PerDevice<Multiprocessors> values;
+  return values.get([](int device) {
+    Multiprocessors m;
+    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&m.count, cudaDevAttrMultiProcessorCount, device));
+    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&m.smem, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
+    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&m.registers, cudaDevAttrMaxRegistersPerMultiprocessor, device));
+    return m;
+  });
+}
+
+/// Per-device launch facts, looked up once: the multiprocessors, shared memory per block (with opt-in), how many
+/// blocks the registers allow, and whether the kernel loaded for the device has a body (compute capability 8.0 or
+/// later).
 struct DeviceSetup {
-  int multiprocessors = 0;
-  int smem_per_block = 0, smem_per_sm = 0;
+  Multiprocessors sm;
+  int smem_per_block = 0;
   int blocks_by_registers = 0;  // resident blocks per multiprocessor that the registers allow
   bool tf32_kernel = false;
 };
@@ -271,15 +290,12 @@ const DeviceSetup& device_setup() {
   static PerDevice<DeviceSetup> setups;
   return setups.get([](int device) {
     DeviceSetup d;
-    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device));
+    d.sm = multiprocessors();
     MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.smem_per_block, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
     cudaFuncAttributes f{};
     MINIDL_CUDA_CHECK(cudaFuncGetAttributes(&f, staged_gemm_kernel));
     d.tf32_kernel = f.binaryVersion >= 80;
-    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-    int registers = 0;
-    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&registers, cudaDevAttrMaxRegistersPerMultiprocessor, device));
-    d.blocks_by_registers = registers / (std::max(f.numRegs, 1) * kThreads);
+    d.blocks_by_registers = d.sm.registers / (std::max(f.numRegs, 1) * kThreads);
     d.smem_per_block -= static_cast<int>(f.sharedSizeBytes);
     MINIDL_CUDA_CHECK(cudaFuncSetAttribute(staged_gemm_kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                            d.smem_per_block));
@@ -314,7 +330,7 @@ Band band_of(const ConvGemm& g, int out_rows, int bands) {
 /// Blocks of band `b` that fit on one multiprocessor at once (0: the band does not fit in shared memory).
 int blocks_per_sm(const Band& b, const DeviceSetup& d) {
   if (b.bytes() > static_cast<std::size_t>(d.smem_per_block)) return 0;
-  return std::min(d.blocks_by_registers, d.smem_per_sm / static_cast<int>(b.bytes() + 1024));
+  return std::min(d.blocks_by_registers, d.sm.smem / static_cast<int>(b.bytes() + 1024));
 }
 
 /// Estimated cycles of a launch with band `b`, from a model of the kernel's warp instructions: as counted in its
@@ -327,11 +343,11 @@ double launch_cycles(const Band& b, std::int64_t images, int groups, const Devic
   const std::int64_t per_sm = blocks_per_sm(b, d);
   if (per_sm == 0) return -1;
   const std::int64_t blocks = images * groups * b.bands;
-  const std::int64_t waves = (blocks + per_sm * d.multiprocessors - 1) / (per_sm * d.multiprocessors);
+  const std::int64_t waves = (blocks + per_sm * d.sm.count - 1) / (per_sm * d.sm.count);
   const double units = std::ceil(static_cast<double>(b.rows) * out_w / kWarpPixels);
   const double staging = (28.0 * b.patch_floats() + 15.0 * kStepFloats * b.steps) / 32;
   const double per_unit = 31.0 * b.steps + 370, compute = units * per_unit;
-  const std::int64_t resident = std::min(per_sm, (blocks + d.multiprocessors - 1) / d.multiprocessors);
+  const std::int64_t resident = std::min(per_sm, (blocks + d.sm.count - 1) / d.sm.count);
   const double throughput = static_cast<double>(resident) * (staging + compute) / 2;
   const double chain = (staging / kWarps + std::ceil(units / kWarps) * per_unit) * 4;
   return static_cast<double>(waves) * std::max(throughput, chain);
@@ -419,7 +435,8 @@ struct WgradArgs {
   int patch_floats, dy_floats, group_floats;  // a group's buffers: patch, dy, then the table of corners
   int band_chunks, cpi;      // chunks per band at most, per image
   int total_chunks, groups;  // chunks of the batch, groups of the launch
-  int group_waits;           // named-barrier waits every group makes (the most any group's bands need)
+  int group_waits;           // named-barrier waits every group makes (the most any group's bands need); set at
+                             // the launch, as the cost model does not need it
   int vx, vdy;               // floats per copy of x and dy: 1, 2 or 4
   Divisor by_vecs, by_hmax, by_q, by_cpi;  // vecs: copies per patch row (rp / vx), or per plane (ps / vx)
 };
@@ -726,9 +743,8 @@ __global__ void __launch_bounds__(kWgMaxGroups* kWgGroupThreads, 1) staged_wgrad
 
 /// Per-device launch facts of the weight-gradient kernels, looked up once (see DeviceSetup).
 struct WgradSetup {
-  int multiprocessors = 0;
-  int smem_per_block = 0, smem_per_sm = 0;
-  int registers_per_sm = 0;
+  Multiprocessors sm;
+  int smem_per_block = 0;
   int registers[2] = {0, 0};  // per thread, MT = 2 and 4
 };
 
@@ -748,9 +764,7 @@ const WgradSetup& wgrad_setup() {
   static PerDevice<WgradSetup> setups;
   return setups.get([](int device) {
     WgradSetup d;
-    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.multiprocessors, cudaDevAttrMultiProcessorCount, device));
-    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.smem_per_sm, cudaDevAttrMaxSharedMemoryPerMultiprocessor, device));
-    MINIDL_CUDA_CHECK(cudaDeviceGetAttribute(&d.registers_per_sm, cudaDevAttrMaxRegistersPerMultiprocessor, device));
+    d.sm = multiprocessors();
     setup_wgrad_kernel<2>(d, device, d.registers[0]);
     setup_wgrad_kernel<4>(d, device, d.registers[1]);
     return d;
@@ -778,7 +792,8 @@ int group_waits(const WgradArgs& a) {
   return most;
 }
 
-/// A weight-gradient launch: the kernel's arguments (pointers aside), its grid and shared memory.
+/// A weight-gradient launch: the kernel's arguments (pointers and group_waits aside: the launch sets them), its grid
+/// and shared memory.
 struct WgradPlan {
   WgradArgs a{};
   int mt = 4;                 // m16 tiles per warp: 16·mt output channels per block
@@ -847,14 +862,13 @@ WgradPlan plan_wgrad(const Conv2dParams& p, int band_chunks) {
   const int registers = d.registers[pl.mt == 2 ? 0 : 1];
   pl.blocks_per_sm = pl.smem > static_cast<std::size_t>(d.smem_per_block)
                          ? 0
-                         : std::min(d.registers_per_sm / (registers * threads),
-                                    d.smem_per_sm / static_cast<int>(pl.smem + 1024));
+                         : std::min(d.sm.registers / (registers * threads),
+                                    d.sm.smem / static_cast<int>(pl.smem + 1024));
   const int tiles = ((a.CRS + kWgCols - 1) / kWgCols) * ((a.K + kb - 1) / kb);
   // One wave: as many pixel splits as fill the multiprocessors, each group at least a chunk.
-  const int fill = (std::max(pl.blocks_per_sm, 1) * d.multiprocessors + tiles - 1) / tiles;
+  const int fill = (std::max(pl.blocks_per_sm, 1) * d.sm.count + tiles - 1) / tiles;
   pl.splits = std::max(1, std::min(fill, a.total_chunks / pl.groups_per_block));
   a.groups = pl.splits * pl.groups_per_block;
-  a.group_waits = group_waits(a);
   pl.grid = dim3(static_cast<unsigned>(pl.splits), static_cast<unsigned>((a.CRS + kWgCols - 1) / kWgCols),
                  static_cast<unsigned>((a.K + kb - 1) / kb));
   return pl;
@@ -872,10 +886,10 @@ double wgrad_cycles(const WgradPlan& pl) {
   const WgradSetup& d = wgrad_setup();
   if (pl.blocks_per_sm == 0) return -1;
   const std::int64_t blocks = static_cast<std::int64_t>(pl.grid.x) * pl.grid.y * pl.grid.z;
-  const std::int64_t per_wave = static_cast<std::int64_t>(pl.blocks_per_sm) * d.multiprocessors;
+  const std::int64_t per_wave = static_cast<std::int64_t>(pl.blocks_per_sm) * d.sm.count;
   const std::int64_t waves = (blocks + per_wave - 1) / per_wave;
   const std::int64_t resident =
-      std::min<std::int64_t>(pl.blocks_per_sm, (blocks + d.multiprocessors - 1) / d.multiprocessors);
+      std::min<std::int64_t>(pl.blocks_per_sm, (blocks + d.sm.count - 1) / d.sm.count);
   const double chunks = std::ceil(static_cast<double>(a.total_chunks) / a.groups);
   const double bands = std::ceil(chunks / std::min(a.band_chunks, a.cpi)) + 1;
   const double staging = (static_cast<double>(a.patch_floats) / a.vx * (a.segments ? 17 : 25) +
@@ -973,6 +987,7 @@ void staged_conv2d_backward_weight(const Conv2dParams& p, const float* x, const 
   a.x = x, a.dy = dy;
   a.out = splits == 1 ? dw : partial.as<float>();
   a.out_bias = dbias == nullptr ? nullptr : splits == 1 ? dbias : partial.as<float>() + splits * outputs;
+  a.group_waits = group_waits(a);
   const unsigned threads = static_cast<unsigned>(pl.groups_per_block * kWgGroupThreads);
   if (pl.mt == 2) {
     staged_wgrad_kernel<2><<<pl.grid, threads, pl.smem, stream()>>>(a);

@@ -9,10 +9,10 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <cstring>
 #include <type_traits>
 
 #include "cuda/context.h"
+#include "cuda/wide_access.cuh"
 
 namespace minidl {
 namespace gpu {
@@ -49,39 +49,6 @@ template <class I> __device__ Cover<I> covering(I pos, I pad, I kernel, I stride
   const I begin = padded < kernel ? 0 : (padded - kernel) / stride + 1;
   const I end = min(padded / stride + 1, out);
   return {begin, end};
-}
-
-/// The width in bytes of the accesses that move N contiguous T: the largest power of two up to 16 that divides
-/// N * sizeof(T). The address must be aligned to it (the host checks).
-template <class T, int N> __host__ __device__ constexpr int access_bytes() {
-  int bytes = 16;
-  while ((N * static_cast<int>(sizeof(T))) % bytes != 0) bytes /= 2;
-  return bytes;
-}
-
-template <int Bytes> struct AccessWord;
-template <> struct AccessWord<4> { using type = unsigned int; };
-template <> struct AccessWord<8> { using type = uint2; };
-template <> struct AccessWord<16> { using type = uint4; };
-
-/// Copies N contiguous T from `from` to `to` as access_bytes<T, N>()-wide words; one side is global memory,
-/// the other a register array. memcpy moves the bits between the words and T (no type punning).
-template <class T, int N> __device__ void load(const T* __restrict__ from, T (&to)[N]) {
-  using Word = typename AccessWord<access_bytes<T, N>()>::type;
-  constexpr int kWords = N * static_cast<int>(sizeof(T)) / static_cast<int>(sizeof(Word));
-  Word words[kWords];
-#pragma unroll
-  for (int k = 0; k < kWords; ++k) words[k] = reinterpret_cast<const Word*>(from)[k];
-  memcpy(to, words, sizeof(to));
-}
-
-template <class T, int N> __device__ void store(const T (&from)[N], T* __restrict__ to) {
-  using Word = typename AccessWord<access_bytes<T, N>()>::type;
-  constexpr int kWords = N * static_cast<int>(sizeof(T)) / static_cast<int>(sizeof(Word));
-  Word words[kWords];
-  memcpy(words, from, sizeof(from));
-#pragma unroll
-  for (int k = 0; k < kWords; ++k) reinterpret_cast<Word*>(to)[k] = words[k];
 }
 
 template <class T, class I>
@@ -129,37 +96,36 @@ __global__ void max_pool_forward_pairs_kernel(Geometry<I> g, const T* __restrict
     const I h_begin = max(h0, I{0}), h_end = min(h0 + g.kh, g.H);
     // Each row's load is issued before the previous row is compared, so that a thread has two loads in flight
     // (a window has two rows, usually) rather than one.
-    T next[2 * V];
-    load(xp + h_begin * g.W, next);
+    Wide<T, 2 * V> next = load_wide<2 * V>(xp + h_begin * g.W);
     // Seeded with each window's first element, as in the general kernel (whose loop compares it with itself,
     // to the same effect).
-    T best[V];
+    Wide<T, V> best;
     I arg[V];
 #pragma unroll
     for (int j = 0; j < V; ++j) {
-      best[j] = next[2 * j];
+      best.v[j] = next.v[2 * j];
       arg[j] = h_begin * g.W + w0 + 2 * j;
     }
     for (I h = h_begin; h < h_end; ++h) {
       T v[2 * V];
 #pragma unroll
-      for (int k = 0; k < 2 * V; ++k) v[k] = next[k];
-      if (h + 1 < h_end) load(xp + (h + 1) * g.W, next);
+      for (int k = 0; k < 2 * V; ++k) v[k] = next.v[k];
+      if (h + 1 < h_end) next = load_wide<2 * V>(xp + (h + 1) * g.W);
 #pragma unroll
       for (int k = 0; k < 2 * V; ++k) {
         // The general kernel's rule: the first maximum, or the last NaN (| rather than ||: selects, not
         // branches).
-        const bool take = (v[k] > best[k / 2]) | static_cast<bool>(isnan(v[k]));
-        best[k / 2] = take ? v[k] : best[k / 2];
+        const bool take = (v[k] > best.v[k / 2]) | static_cast<bool>(isnan(v[k]));
+        best.v[k / 2] = take ? v[k] : best.v[k / 2];
         arg[k / 2] = take ? h * g.W + w0 + k : arg[k / 2];
       }
     }
-    store(best, y + i);
+    store_wide(y + i, best);
     if (indices) {
-      std::int64_t wide[V];
+      Wide<std::int64_t, V> wide;
 #pragma unroll
-      for (int j = 0; j < V; ++j) wide[j] = arg[j];
-      store(wide, indices + i);
+      for (int j = 0; j < V; ++j) wide.v[j] = arg[j];
+      store_wide(indices + i, wide);
     }
   }
 }
@@ -213,19 +179,19 @@ __global__ void max_pool_backward_tiled_pairs_kernel(Geometry<I> g, const T* __r
     const I o = t * V, rows = o / g.Q;  // rows: output rows before this one, in all planes
     const I q = o - rows * g.Q, row = rows % g.P, plane = rows / g.P;
     const I w0 = 2 * q;
-    std::int64_t arg[V];
-    T grad[V];
-    load(indices + o, arg);
-    load(dy + o, grad);
+    const Wide<std::int64_t, V> arg = load_wide<V>(indices + o);
+    const Wide<T, V> grad = load_wide<V>(dy + o);
     T* dxp = dx + static_cast<std::int64_t>(plane) * g.H * g.W + w0;
     for (I h = row * g.kh; h < (row + 1) * g.kh; ++h) {
-      T v[2 * V];
+      Wide<T, 2 * V> v;
 #pragma unroll
       for (int j = 0; j < V; ++j) {
 #pragma unroll
-        for (int k = 0; k < 2; ++k) v[2 * j + k] = h * g.W + w0 + 2 * j + k == static_cast<I>(arg[j]) ? grad[j] : T(0);
+        for (int k = 0; k < 2; ++k) {
+          v.v[2 * j + k] = h * g.W + w0 + 2 * j + k == static_cast<I>(arg.v[j]) ? grad.v[j] : T(0);
+        }
       }
-      store(v, dxp + h * g.W);
+      store_wide(dxp + h * g.W, v);
     }
   }
 }
@@ -293,8 +259,6 @@ void check_pointers(bool all_set, const char* op) {
 std::int64_t input_size(const Pool2dParams& p) { return p.N * p.C * p.H * p.W; }
 std::int64_t output_size(const Pool2dParams& p) { return p.N * p.C * p.P * p.Q; }
 
-bool aligned(const void* p, int bytes) { return reinterpret_cast<std::uintptr_t>(p) % bytes == 0; }
-
 /// Whether the pairs kernels can run with V outputs per thread: windows two wide at stride two without padding
 /// along w, Q a multiple of V, and every wide access aligned: `plane` is x or dx (2V elements per access, at
 /// row starts W elements apart), `out` y or dy (V elements), `indices` (V of them; null passes).
@@ -302,8 +266,8 @@ template <int V, class T>
 bool pairs_fit(const Pool2dParams& p, const T* plane, const T* out, const std::int64_t* indices) {
   constexpr int kPlaneBytes = access_bytes<T, 2 * V>();
   return p.kw == 2 && p.sw == 2 && p.pw == 0 && p.Q % V == 0 && p.W * sizeof(T) % kPlaneBytes == 0 &&
-         aligned(plane, kPlaneBytes) && aligned(out, access_bytes<T, V>()) &&
-         aligned(indices, access_bytes<std::int64_t, V>());
+         is_aligned(plane, kPlaneBytes) && is_aligned(out, access_bytes<T, V>()) &&
+         is_aligned(indices, access_bytes<std::int64_t, V>());
 }
 
 /// Calls `launch(std::integral_constant<int, V>)` with the most outputs per thread, V = 2 or 1, that

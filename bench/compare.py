@@ -7,9 +7,11 @@
 Every option after the known ones is passed to both programs. Results also go to --out (CSV) if given.
 
 --repeat N runs the two programs N times, alternating (minidl, PyTorch, minidl, ...), and reports for each
-configuration the run with the median epoch time of each framework, with the fastest and slowest beside it.
-On a shared host one run is not enough: on the single-H200 host PyTorch's 2-thread CPU step took 45 ms in one
-run and 68 ms in the next (2026-11-30), minidl's 37.5 and 50.5 ms in two calls.
+configuration the run with the median epoch time of each framework, with the fastest and slowest beside it,
+and the median (and range) of the N ratios PyTorch / minidl of the runs made one after the other: when the
+host's speed drifts, both runs of a pair see about the same conditions. On a shared host one run is not enough:
+on the single-H200 host PyTorch's 2-thread CPU step took 45 ms in one run and 68 ms in the next (2026-11-30),
+minidl's 37.5 and 50.5 ms in two calls.
 """
 import argparse
 import subprocess
@@ -56,7 +58,7 @@ def main():
     header = ["config", "minidl s", "PyTorch s", "PyTorch/minidl", "minidl step us", "graph nodes", "minidl MB",
               "PyTorch MB", "minidl step MB", "minidl acc", "PyTorch acc"]
     if a.repeat > 1:
-        header += ["runs", "minidl s range", "PyTorch s range"]
+        header += ["runs", "minidl s range", "PyTorch s range", "pairs PyTorch/minidl median (range)"]
     table = []
     for k in order:
         r, mine_range = median_run(runs["minidl"][k])
@@ -66,7 +68,10 @@ def main():
                f"{ts / ms:.2f}x", r["step_us"], r.get("graph_nodes", ""), r.get("peak_mb", ""),
                t.get("peak_mb", ""), r.get("step_peak_mb", ""), r.get("test_acc", ""), t.get("test_acc", "")]
         if a.repeat > 1:
-            row += [str(a.repeat), mine_range, torch_range]
+            pairs = sorted(float(t_run["epoch_s"]) / float(m_run["epoch_s"])
+                           for m_run, t_run in zip(runs["minidl"][k], runs["torch"].get(k, [])))
+            pair_text = f"{pairs[(len(pairs) - 1) // 2]:.2f}x ({pairs[0]:.2f}-{pairs[-1]:.2f})" if pairs else ""
+            row += [str(a.repeat), mine_range, torch_range, pair_text]
         table.append(row)
     widths = [max(len(str(x)) for x in col) for col in zip(header, *table)]
     print()

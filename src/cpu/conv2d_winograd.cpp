@@ -76,7 +76,8 @@ void transform_filters(const Conv2dParams& q, F&& filter, T* u) {
 }
 
 // The transforms run as passes over whole planes, so that every loop is long and runs on whole vectors (per
-// tile, or per row of 12 tiles, nothing vectorised or the epilogues did all the work). B^T's rows applied to
+// tile, or per row of 12 tiles, nothing vectorised or the epilogues did all the work); the output transform is
+// one such pass per output channel. B^T's rows applied to
 // the four values (d0, d1, d2, d3) give (d0 - d2, d1 + d2, d2 - d1, d1 - d3); A^T's give (m0 + m1 + m2,
 // m1 - m2 - m3). Tiles step by two rows and two columns, which no linear loop can follow, so:
 //   - the input plane is stored with its even rows first, then its odd rows ("parity-split"): the patch rows
@@ -96,16 +97,6 @@ inline void apply_bt(const T* __restrict d0, const T* __restrict d1, const T* __
     out1[i] = d1[i] + d2[i];
     out2[i] = d2[i] - d1[i];
     out3[i] = d1[i] - d3[i];
-  }
-}
-
-/// out_j[i] = (A^T m)_j for m = (m0[i], m1[i], m2[i], m3[i]), i in [0, n).
-template <class T>
-inline void apply_at(const T* __restrict m0, const T* __restrict m1, const T* __restrict m2, const T* __restrict m3,
-                     T* __restrict out0, T* __restrict out1, Index n) {
-  for (Index i = 0; i < n; ++i) {
-    out0[i] = m0[i] + m1[i] + m2[i];
-    out1[i] = m1[i] - m2[i] - m3[i];
   }
 }
 
@@ -173,14 +164,24 @@ MINIDL_CPU_CLONES void transform_inputs(const Conv2dParams& q, const Tiling& t, 
   }
 }
 
-/// out[2i] = act((A^T m)_0 + b), out[2i + 1] = act((A^T m)_1 + b) for m = (m0[i], m1[i], m2[i], m3[i]),
-/// i in [0, n): A^T along the tiles' rows, written as the output row's pairs of columns.
+/// The outputs of tiles [0, n), each tile's 2x2 block act(A^T M A + b) with M[xi] at m[xi * xi_stride + u]:
+/// row 0 as pairs of columns into top[2u], top[2u + 1], row 1 likewise into bottom. One pass: A^T down the
+/// columns and along the rows in registers.
 template <class T, class Act>
-inline void apply_at_pairs(const T* __restrict m0, const T* __restrict m1, const T* __restrict m2,
-                           const T* __restrict m3, T b, Act act, T* __restrict out, Index n) {
-  for (Index i = 0; i < n; ++i) {
-    out[2 * i] = act(m0[i] + m1[i] + m2[i] + b);
-    out[2 * i + 1] = act(m1[i] - m2[i] - m3[i] + b);
+inline void output_pairs(const T* __restrict m, Index xi_stride, T b, Act act, T* __restrict top,
+                         T* __restrict bottom, Index n) {
+  for (Index u = 0; u < n; ++u) {
+    T s0[4], s1[4];  // A^T M: rows 0 and 1, columns j
+    for (int j = 0; j < 4; ++j) {
+      const T m0 = m[j * xi_stride + u], m1 = m[(4 + j) * xi_stride + u];
+      const T m2 = m[(8 + j) * xi_stride + u], m3 = m[(12 + j) * xi_stride + u];
+      s0[j] = m0 + m1 + m2;
+      s1[j] = m1 - m2 - m3;
+    }
+    top[2 * u] = act(s0[0] + s0[1] + s0[2] + b);
+    top[2 * u + 1] = act(s0[1] - s0[2] - s0[3] + b);
+    bottom[2 * u] = act(s1[0] + s1[1] + s1[2] + b);
+    bottom[2 * u + 1] = act(s1[1] - s1[2] - s1[3] + b);
   }
 }
 
@@ -191,18 +192,9 @@ template <class T, class Act>
 MINIDL_CPU_CLONES void transform_outputs(const T* m, const Tiling& t, Index Kg, Index ld, Index xi_stride, Index P,
                                          Index Q, const T* bias, Act act, T* y) {
   const Index tiles = t.tiles;
-  // cols[2j + i]: row i of A^T M's column j; split: the output plane.
-  T* const cols = scratch<T, Scratch::WinogradRows>(12 * tiles);
-  T* const split = cols + 8 * tiles;
+  T* const split = scratch<T, Scratch::WinogradRows>(4 * tiles);
   for (Index k = 0; k < Kg; ++k) {
-    const T* mk = m + k * ld;
-    for (int j = 0; j < 4; ++j)
-      apply_at(mk + j * xi_stride, mk + (4 + j) * xi_stride, mk + (8 + j) * xi_stride, mk + (12 + j) * xi_stride,
-               cols + 2 * j * tiles, cols + (2 * j + 1) * tiles, tiles);
-    const T b = bias ? bias[k] : T(0);
-    for (int i = 0; i < 2; ++i)
-      apply_at_pairs(cols + i * tiles, cols + (2 + i) * tiles, cols + (4 + i) * tiles, cols + (6 + i) * tiles, b, act,
-                     split + 2 * i * tiles, tiles);
+    output_pairs(m + k * ld, xi_stride, bias ? bias[k] : T(0), act, split, split + 2 * tiles, tiles);
     for (Index h = 0; h < P; ++h) {
       const T* __restrict src = split + (h % 2 * t.Tp + h / 2) * 2 * t.n;
       T* __restrict dst = y + (k * P + h) * Q;

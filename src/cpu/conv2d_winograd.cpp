@@ -82,8 +82,7 @@ void transform_filters(const Conv2dParams& q, F&& filter, T* u) {
 // m1 - m2 - m3). Tiles step by two rows and two columns, which no linear loop can follow, so:
 //   - the input plane is stored with its even rows first, then its odd rows ("parity-split"): the patch rows
 //     2th .. 2th + 3 of tile row th are then rows th, th + 1 of each half;
-//   - each row is split into its even and odd columns: patch columns 2tw .. 2tw + 3 are then even[tw],
-//     odd[tw], even[tw + 1], odd[tw + 1];
+//   - along a row, patch columns 2tw .. 2tw + 3 are read at every other element (vectorised with permutes);
 //   - tiles are numbered u = th * n + tw with n = Tq + 1: one junk tile per tile row (it reads across the end
 //     of a row), so that u runs linearly over whole planes. The products compute the junk tiles too (1/Tq more
 //     work) and the output transform drops them.
@@ -97,6 +96,20 @@ inline void apply_bt(const T* __restrict d0, const T* __restrict d1, const T* __
     out1[i] = d1[i] + d2[i];
     out2[i] = d2[i] - d1[i];
     out3[i] = d1[i] - d3[i];
+  }
+}
+
+/// out_j[i] = (B^T d)_j for d = (x[2i], x[2i + 1], x[2i + 2], x[2i + 3]), i in [0, n): B^T along rows whose
+/// patches start at every other element.
+template <class T>
+inline void apply_bt_pairs(const T* __restrict x, T* __restrict out0, T* __restrict out1, T* __restrict out2,
+                           T* __restrict out3, Index n) {
+  for (Index i = 0; i < n; ++i) {
+    const T d0 = x[2 * i], d1 = x[2 * i + 1], d2 = x[2 * i + 2], d3 = x[2 * i + 3];
+    out0[i] = d0 - d2;
+    out1[i] = d1 + d2;
+    out2[i] = d2 - d1;
+    out3[i] = d1 - d3;
   }
 }
 
@@ -131,17 +144,15 @@ MINIDL_CPU_CLONES void transform_inputs(const Conv2dParams& q, const Tiling& t, 
   const Index len = t.Hs * t.n;  // split columns of a plane
   const Index half = len / 2;    // where the odd rows start
   const Index h_end = std::min(q.H, t.Hs - q.pad_h), w_end = std::max<Index>(0, std::min(q.W, t.Ws - q.pad_w));
-  T* const plane = scratch<T, Scratch::ConvPadded>(t.Hs * t.Ws);
-  // even / odd: the plane's even and odd columns (one more, zero, for the last junk tile); rows_bt: B^T along
-  // the patch rows, result j at rows_bt + j * len, then kLdAlign zeros. Down the patch columns, tiles [tiles, ld)
-  // are computed too, from values past the end of their rows (the next rows', then those zeros): finite junk in
-  // columns the products compute and the output transform drops, instead of a fill of every row's tail.
-  T* const even = scratch<T, Scratch::WinogradRows>(6 * len + 2 + kLdAlign);
-  T* const odd = even + len + 1;
-  T* const rows_bt = odd + len + 1;
-  even[len] = odd[len] = T(0);
+  // The plane, then two zeros that the last junk tile reads past its end.
+  T* const plane = scratch<T, Scratch::ConvPadded>(t.Hs * t.Ws + 2);
+  // rows_bt: B^T along the patch rows, result j at rows_bt + j * len, then kLdAlign zeros. Down the patch
+  // columns, tiles [tiles, ld) are computed too, from values past the end of their rows (the next rows', then
+  // those zeros): finite junk in columns the products compute and the output transform drops, instead of a fill
+  // of every row's tail.
+  T* const rows_bt = scratch<T, Scratch::WinogradRows>(4 * len + kLdAlign);
   std::fill(rows_bt + 4 * len, rows_bt + 4 * len + kLdAlign, T(0));
-  std::fill(plane, plane + t.Hs * t.Ws, T(0));  // every channel writes the same elements: the padding stays zero
+  std::fill(plane, plane + t.Hs * t.Ws + 2, T(0));  // every channel writes the same elements: the padding stays zero
   for (Index c = 0; c < Cg; ++c) {
     for (Index ih = 0; ih < h_end; ++ih) {
       const Index h = ih + q.pad_h;
@@ -149,12 +160,7 @@ MINIDL_CPU_CLONES void transform_inputs(const Conv2dParams& q, const Tiling& t, 
       T* __restrict dst = plane + (h % 2 * (t.Hs / 2) + h / 2) * t.Ws + q.pad_w;
       for (Index w = 0; w < w_end; ++w) dst[w] = src[w];  // short rows: inline, not a call to memmove
     }
-    const T* __restrict split = plane;
-    for (Index i = 0; i < len; ++i) {
-      even[i] = split[2 * i];
-      odd[i] = split[2 * i + 1];
-    }
-    apply_bt(even, odd, even + 1, odd + 1, rows_bt, rows_bt + len, rows_bt + 2 * len, rows_bt + 3 * len, len);
+    apply_bt_pairs(plane, rows_bt, rows_bt + len, rows_bt + 2 * len, rows_bt + 3 * len, len);
     for (int j = 0; j < 4; ++j) {  // B^T down the patch columns, for column j of B^T d
       const T* ev = rows_bt + j * len;
       const T* od = ev + half;

@@ -240,6 +240,13 @@ TEST(CpuConv2d, RejectsInvalidParams) {
   p.groups = 2;  // 4 output channels divide, 3 input channels do not
   p.finalize("test conv");
   EXPECT_THROW(cpu::conv2d_forward<float>(p, x.data(), w.data(), nullptr, y.data(), kernels::Activation::None), ValueError);
+  // Not finalized, in Winograd's shape but for groups 0: an error, not a division by zero.
+  kernels::Conv2dParams q;
+  q.N = 1, q.C = 8, q.H = 5, q.W = 5, q.K = 8, q.R = 3, q.S = 3, q.groups = 0;
+  std::vector<float> xq(200), wq(576), yq(200);
+  EXPECT_THROW(cpu::conv2d_forward<float>(q, xq.data(), wq.data(), nullptr, yq.data(), kernels::Activation::None),
+               ValueError);
+  EXPECT_THROW(cpu::conv2d_backward_input<float>(q, yq.data(), wq.data(), xq.data()), ValueError);
 }
 
 // ---- pooling -----------------------------------------------------------------------------------------------

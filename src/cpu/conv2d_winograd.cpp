@@ -27,16 +27,11 @@ using kernels::Conv2dParams;
 using Index = std::int64_t;
 
 bool shape_ok(const Conv2dParams& p) {
-  return p.R == 3 && p.S == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dil_h == 1 && p.dil_w == 1 &&
+  return p.R == 3 && p.S == 3 && p.stride_h == 1 && p.stride_w == 1 && p.dil_h == 1 && p.dil_w == 1 && p.groups > 0 &&
          p.C / p.groups >= kWinogradMinChannels && p.K / p.groups >= kWinogradMinChannels;
 }
 
 bool backward_shape_ok(const Conv2dParams& p) { return shape_ok(p) && p.pad_h <= 2 && p.pad_w <= 2; }
-
-void check_finalized(const Conv2dParams& p, const char* op) {
-  MINIDL_CHECK(p.P > 0 && p.Q > 0, ValueError, op, ": Conv2dParams were not finalized (output size ", p.P, "x", p.Q,
-               ")");
-}
 
 /// The 4x4 transform G g G^T of the 3x3 filter whose element (r, s) is g(r, s), into u[xi * xi_stride],
 /// xi = 4 * row + column.
@@ -258,7 +253,7 @@ bool winograd_backward_input_applies(const Conv2dParams& p) {
 
 template <class T>
 void winograd_conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, Activation act) {
-  check_finalized(p, "winograd_conv2d_forward");
+  p.check_finalized("winograd_conv2d_forward");
   MINIDL_CHECK(shape_ok(p), ValueError, "winograd_conv2d_forward: needs a 3x3 kernel, stride 1, dilation 1 and at least ",
                kWinogradMinChannels, " channels per group, found ", p.R, "x", p.S, ", stride ", p.stride_h, "x",
                p.stride_w, ", dilation ", p.dil_h, "x", p.dil_w, ", ", p.C / p.groups, " -> ", p.K / p.groups);
@@ -270,7 +265,7 @@ void winograd_conv2d_forward(const Conv2dParams& p, const T* x, const T* w, cons
 
 template <class T>
 void winograd_conv2d_backward_input(const Conv2dParams& p, const T* dy, const T* w, T* dx) {
-  check_finalized(p, "winograd_conv2d_backward_input");
+  p.check_finalized("winograd_conv2d_backward_input");
   MINIDL_CHECK(backward_shape_ok(p), ValueError,
                "winograd_conv2d_backward_input: needs a 3x3 kernel, stride 1, dilation 1, padding at most 2 and at "
                "least ", kWinogradMinChannels, " channels per group, found ", p.R, "x", p.S, ", stride ", p.stride_h,

@@ -23,12 +23,6 @@ namespace {
 using kernels::Pool2dParams;
 using Index = std::int64_t;
 
-void check_finalized(const Pool2dParams& p, const char* op) {
-  // finalize() validates the fields; P == 0 means it was never called.
-  MINIDL_CHECK(p.P > 0 && p.Q > 0, ValueError, op, ": Pool2dParams were not finalized (output size ", p.P, "x", p.Q,
-               ")");
-}
-
 /// The part of output (oh, ow)'s window that lies inside the plane: rows [h0, h1), columns [w0, w1).
 /// finalize() bounds padding by half the kernel, so it is never empty.
 struct Window {
@@ -152,7 +146,7 @@ MINIDL_CPU_CLONES void max_pool_2x2_planes(const Pool2dParams& p, const T* x, T*
 
 template <class T>
 void max_pool2d_forward(const Pool2dParams& params, const T* x, T* y, std::int64_t* indices) {
-  check_finalized(params, "max_pool2d_forward");
+  params.check_finalized("max_pool2d_forward");
   const double cost = static_cast<double>(params.P * params.Q * params.kh * params.kw);
   std::vector<Span> cols;
   for (Index j = 0; j < params.kw; ++j) cols.push_back(inside(params.Q, params.W, params.sw, params.pw, j));
@@ -174,7 +168,7 @@ void max_pool2d_forward(const Pool2dParams& params, const T* x, T* y, std::int64
 
 template <class T>
 void max_pool2d_backward(const Pool2dParams& p, const T* dy, const std::int64_t* indices, T* dx) {
-  check_finalized(p, "max_pool2d_backward");
+  p.check_finalized("max_pool2d_backward");
   const Index HW = p.H * p.W, PQ = p.P * p.Q;
   // An exception cannot leave a pool thread, so bad indices are skipped, flagged and reported afterwards.
   std::atomic<bool> bad_index{false};
@@ -198,7 +192,7 @@ void max_pool2d_backward(const Pool2dParams& p, const T* dy, const std::int64_t*
 
 template <class T>
 void avg_pool2d_forward(const Pool2dParams& p, const T* x, T* y) {
-  check_finalized(p, "avg_pool2d_forward");
+  p.check_finalized("avg_pool2d_forward");
   // count_include_pad: with floor-mode output sizes every window lies inside the padded plane, so the divisor
   // is always the full window.
   const T inv_area = T(1) / static_cast<T>(p.kh * p.kw);
@@ -213,7 +207,7 @@ void avg_pool2d_forward(const Pool2dParams& p, const T* x, T* y) {
 
 template <class T>
 void avg_pool2d_backward(const Pool2dParams& p, const T* dy, T* dx) {
-  check_finalized(p, "avg_pool2d_backward");
+  p.check_finalized("avg_pool2d_backward");
   const Index HW = p.H * p.W;
   const T inv_area = T(1) / static_cast<T>(p.kh * p.kw);
   const double cost = static_cast<double>(HW + p.P * p.Q * p.kh * p.kw);

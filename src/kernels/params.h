@@ -17,6 +17,8 @@ struct Conv2dParams {
 
   /// Computes P and Q and validates every field; throws ValueError naming the field.
   void finalize(const char* op);
+  /// Throws ValueError unless finalize() has run (P == 0 means it never did).
+  void check_finalized(const char* op) const;
 };
 
 /// NCHW pooling window. Output size uses floor (ceil_mode=false), as PyTorch's default.
@@ -25,6 +27,7 @@ struct Pool2dParams {
   std::int64_t kh = 1, kw = 1, sh = 1, sw = 1, ph = 0, pw = 0;
   std::int64_t P = 0, Q = 0;  // filled by finalize()
   void finalize(const char* op);
+  void check_finalized(const char* op) const;  // as Conv2dParams'
 };
 
 /// Batch norm over (N, C, HW): statistics per channel C across N and HW.

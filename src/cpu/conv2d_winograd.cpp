@@ -72,9 +72,9 @@ void transform_filters(const Conv2dParams& q, F&& filter, T* u) {
 
 // The transforms run as passes over whole planes, so that every loop is long and runs on whole vectors (per
 // tile, or per row of 12 tiles, nothing vectorised or the epilogues did all the work); the output transform is
-// one such pass per output channel. B^T's rows applied to
-// the four values (d0, d1, d2, d3) give (d0 - d2, d1 + d2, d2 - d1, d1 - d3); A^T's give (m0 + m1 + m2,
-// m1 - m2 - m3). Tiles step by two rows and two columns, which no linear loop can follow, so:
+// one such pass per output channel. B^T's rows applied to the four values (d0, d1, d2, d3) give (d0 - d2,
+// d1 + d2, d2 - d1, d1 - d3); A^T's give (m0 + m1 + m2, m1 - m2 - m3). Tiles step by two rows and two columns,
+// which no linear loop can follow, so:
 //   - the input plane is stored with its even rows first, then its odd rows ("parity-split"): the patch rows
 //     2th .. 2th + 3 of tile row th are then rows th, th + 1 of each half;
 //   - along a row, patch columns 2tw .. 2tw + 3 are read at every other element (vectorised with permutes);
@@ -254,9 +254,10 @@ bool winograd_backward_input_applies(const Conv2dParams& p) {
 template <class T>
 void winograd_conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias, T* y, Activation act) {
   p.check_finalized("winograd_conv2d_forward");
-  MINIDL_CHECK(shape_ok(p), ValueError, "winograd_conv2d_forward: needs a 3x3 kernel, stride 1, dilation 1 and at least ",
-               kWinogradMinChannels, " channels per group, found ", p.R, "x", p.S, ", stride ", p.stride_h, "x",
-               p.stride_w, ", dilation ", p.dil_h, "x", p.dil_w, ", ", p.C / p.groups, " -> ", p.K / p.groups);
+  MINIDL_CHECK(shape_ok(p), ValueError,
+               "winograd_conv2d_forward: needs a 3x3 kernel, stride 1, dilation 1 and at least ", kWinogradMinChannels,
+               " channels per group, found ", p.R, "x", p.S, ", stride ", p.stride_h, "x", p.stride_w, ", dilation ",
+               p.dil_h, "x", p.dil_w, ", ", p.C / p.groups, " -> ", p.K / p.groups);
   const Index Cg = p.C / p.groups;
   T* u = scratch<T, Scratch::WinogradFilters>(16 * p.K * Cg);
   transform_filters<T>(p, [&](Index o, Index i, int r, int s) { return w[((o * Cg + i) * 3 + r) * 3 + s]; }, u);

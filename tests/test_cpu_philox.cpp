@@ -1,6 +1,6 @@
 // Philox4x32-10 (src/cpu/philox.h) against the known-answer vectors of Random123 (kat_vectors), and the CPU
 // uniform() built on it: same values whatever the thread count, reproducible from the generator state, in
-// range, and statistically uniform.
+// range, and statistically uniform; the CPU dropout's single pass against uniform() and the mask rule.
 #include <gtest/gtest.h>
 
 #include <array>
@@ -9,6 +9,8 @@
 #include <vector>
 
 #include "cpu/philox.h"
+#include "kernels/backend.h"
+#include "kernels/elementwise.h"
 #include "minidl/minidl.h"
 
 namespace {
@@ -80,3 +82,40 @@ TEST(CpuUniform, InRangeAndUniform) {
 }
 
 }  // namespace
+
+// The CPU dropout draws, in one pass, what uniform() would draw, applies the DropoutMask rule and multiplies:
+// the same values bitwise as the three separate passes, for any thread count.
+template <class T>
+void expect_dropout_matches_three_passes(minidl::DType dtype) {
+  const int threads = minidl::get_num_threads();
+  for (const std::int64_t n : {std::int64_t{1}, std::int64_t{4097}, std::int64_t{100001}}) {
+    for (const double p : {0.25, 0.5}) {
+      minidl::manual_seed(17);
+      const minidl::Tensor x = minidl::uniform({n}, -2.0, 2.0, dtype);
+      minidl::manual_seed(23);
+      const std::vector<T> u = minidl::uniform({n}, 0.0, 1.0, dtype).to_vector<T>();
+      const std::vector<T> xv = x.to_vector<T>();
+      const minidl::kernels::DropoutMask<T> rule{static_cast<T>(p)};
+      for (int t : {1, 2, 3}) {
+        minidl::set_num_threads(t);
+        minidl::manual_seed(23);
+        minidl::Tensor out = minidl::empty({n}, dtype), mask = minidl::empty({n}, dtype);
+        minidl::cpu::dropout(x, p, out, mask);
+        const std::vector<T> o = out.to_vector<T>(), m = mask.to_vector<T>();
+        int dropped = 0;
+        for (std::int64_t i = 0; i < n; ++i) {
+          ASSERT_EQ(m[i], rule(u[i])) << "n=" << n << " p=" << p << " threads=" << t << " element " << i;
+          ASSERT_EQ(o[i], xv[i] * m[i]) << "n=" << n << " p=" << p << " threads=" << t << " element " << i;
+          dropped += m[i] == T(0);
+        }
+        if (n > 1000) EXPECT_NEAR(static_cast<double>(dropped) / n, p, 0.02) << "n=" << n << " p=" << p;
+      }
+    }
+  }
+  minidl::set_num_threads(threads);
+}
+
+TEST(CpuDropout, OnePassGivesTheThreePassesValues) {
+  expect_dropout_matches_three_passes<float>(minidl::kFloat32);
+  expect_dropout_matches_three_passes<double>(minidl::kFloat64);
+}

@@ -11,7 +11,7 @@
 #include "cpu/gemm.h"
 #include "cpu/lane_sum.h"
 #include "cpu/parallel.h"
-#include "cpu/philox.h"
+#include "cpu/uniform_stream.h"
 #include "kernels/backend.h"
 #include "kernels/dispatch_types.h"
 
@@ -31,35 +31,6 @@ Vec<T> vec(Tensor& t) { return Vec<T>(t.data_ptr<T>(), t.numel()); }
 template <class T>
 CVec<T> cvec(const Tensor& t) { return CVec<T>(t.data_ptr<T>(), t.numel()); }
 
-
-/// Elements [2 * begin, 2 * end) (clipped to n) of uniform(): [low, high) from Philox blocks [begin, end) of
-/// counter (block, counter_high). Compiled per instruction set: the rounds' 32-bit multiplies vectorise.
-template <class T>
-MINIDL_CPU_CLONES void uniform_blocks(Philox4x32 philox, std::uint64_t counter_high, double low, double high, T* out,
-                                      std::int64_t n, std::int64_t begin, std::int64_t end) {
-  // Rounding to T can carry a draw just below `high` up to `high`; capping at the largest T below it keeps
-  // the interval half-open (rand in float32 would otherwise return 1.0 about once in 2^25 draws).
-  const T top = std::max(static_cast<T>(low), std::nextafter(static_cast<T>(high), static_cast<T>(low)));
-  const auto value = [&](std::uint32_t hi, std::uint32_t lo) {
-    // 52 random bits as the mantissa of a double in [1, 2), minus 1: uniform in [0, 1).
-    const std::uint64_t bits = ((static_cast<std::uint64_t>(hi) << 32 | lo) >> 12) | 0x3FF0000000000000ull;
-    double u;
-    std::memcpy(&u, &bits, sizeof u);
-    return std::min(static_cast<T>(low + (high - low) * (u - 1.0)), top);
-  };
-  const auto c2 = static_cast<std::uint32_t>(counter_high), c3 = static_cast<std::uint32_t>(counter_high >> 32);
-  const std::int64_t full = std::min(end, n / 2);  // blocks whose two elements both exist
-  std::uint32_t r[4];
-  for (std::int64_t block = begin; block < full; ++block) {
-    philox(static_cast<std::uint32_t>(block), static_cast<std::uint32_t>(block >> 32), c2, c3, r);
-    out[2 * block] = value(r[0], r[1]);
-    out[2 * block + 1] = value(r[2], r[3]);
-  }
-  if (full < end) {  // odd n: the last block's first element
-    philox(static_cast<std::uint32_t>(full), static_cast<std::uint32_t>(full >> 32), c2, c3, r);
-    out[2 * full] = value(r[0], r[1]);
-  }
-}
 
 /// out[o, i] = sum over r of x[o, r, i] for o in [begin, end), x viewed as (outer, n, inner). Rows (inner == 1,
 /// the sum over an image plane) go through lane_sum; otherwise the rows of x are added up in order,
@@ -122,24 +93,23 @@ void arange(Tensor& out, double start, double step) {
   });
 }
 
+UniformStream next_uniform_stream() {
+  auto& gen = cpu_generator();
+  std::lock_guard<std::mutex> lock(gen.mutex());
+  const std::uint64_t key = gen.engine()();
+  const std::uint64_t counter_high = gen.engine()();
+  return {Philox4x32{static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)}, counter_high};
+}
+
 void uniform(Tensor& out, double low, double high) {
-  // Two draws from the generator's Mersenne twister key a Philox stream; element i is made from the 64 bits
-  // at position i of that stream. Only the two draws are serial (a Mersenne twister cannot skip ahead), so the
-  // call scales with the threads, and the values depend on the generator state but not on the split.
-  std::uint64_t key, counter_high;
-  {
-    auto& gen = cpu_generator();
-    std::lock_guard<std::mutex> lock(gen.mutex());
-    key = gen.engine()();
-    counter_high = gen.engine()();
-  }
-  const Philox4x32 philox{static_cast<std::uint32_t>(key), static_cast<std::uint32_t>(key >> 32)};
+  const UniformStream stream = next_uniform_stream();
   kernels::dispatch_floating(out.dtype(), "uniform", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const std::int64_t n = out.numel();
+    T* const p = out.data_ptr<T>();
     // One Philox block gives two elements; parallel_for splits the blocks.
     parallel_for((n + 1) / 2, 40.0, [&](std::int64_t begin, std::int64_t end) {
-      uniform_blocks(philox, counter_high, low, high, out.data_ptr<T>(), n, begin, end);
+      uniform_blocks<T>(stream, low, high, n, begin, end, [p](std::int64_t i, T u) { p[i] = u; });
     });
   });
 }

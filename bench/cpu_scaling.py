@@ -14,20 +14,16 @@ Options it does not know are passed to bench_mnist_epoch (the defaults: --device
 """
 import argparse
 import statistics
-import subprocess
 import sys
+
+from compare import results  # runs a command, echoes it and its output, returns its RESULT lines
 
 
 def step_us(cmd):
-    print("$ " + " ".join(cmd), flush=True)
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, text=True)
-    sys.stdout.write(proc.stdout)
-    if proc.returncode != 0:
-        sys.exit(f"command failed with exit status {proc.returncode}: {' '.join(cmd)}")
-    for line in proc.stdout.splitlines():
-        if line.startswith("RESULT "):
-            return float(dict(kv.split("=", 1) for kv in line.split()[1:])["step_us"])
-    sys.exit(f"no RESULT line from: {' '.join(cmd)}")
+    rows = results(cmd)
+    if not rows:
+        sys.exit(f"no RESULT line from: {' '.join(cmd)}")
+    return float(rows[0]["step_us"])
 
 
 def main():

@@ -1,9 +1,10 @@
 // cpu::parallel_for (src/cpu/parallel.h): every index exactly once on any thread count, nested and concurrent
-// calls, exceptions.
+// calls, exceptions, SerialScope.
 #include <gtest/gtest.h>
 
 #include <atomic>
 #include <chrono>
+#include <future>
 #include <stdexcept>
 #include <thread>
 #include <vector>
@@ -89,6 +90,51 @@ TEST_F(CpuParallel, ExceptionsReachTheCallerAfterAllChunks) {
     EXPECT_LT(done.load(), 64);
     expect_each_index_once(64, 1e6);  // the pool still works
   }
+}
+
+/// The chunks one parallel_for over [0, n) was cut into, and whether all ran on the calling thread.
+struct Split {
+  int chunks;
+  bool all_on_caller;
+};
+Split split_of(std::int64_t n) {
+  std::atomic<int> chunks{0}, elsewhere{0};
+  const std::thread::id caller = std::this_thread::get_id();
+  minidl::cpu::parallel_for(n, 1e6, [&](std::int64_t, std::int64_t) {
+    ++chunks;
+    if (std::this_thread::get_id() != caller) ++elsewhere;
+  });
+  return {chunks.load(), elsewhere.load() == 0};
+}
+
+TEST_F(CpuParallel, SerialScopeRunsCallsOnTheCallingThreadUntilItEnds) {
+  minidl::set_num_threads(4);
+  EXPECT_GT(split_of(64).chunks, 1);
+  {
+    const minidl::cpu::SerialScope outer;
+    {
+      const minidl::cpu::SerialScope inner;
+      const Split s = split_of(64);
+      EXPECT_EQ(s.chunks, 1);
+      EXPECT_TRUE(s.all_on_caller);
+    }
+    const Split s = split_of(64);  // the inner scope's end leaves the outer one in force
+    EXPECT_EQ(s.chunks, 1);
+    EXPECT_TRUE(s.all_on_caller);
+    expect_each_index_once(100003, 1e6);
+  }
+  EXPECT_GT(split_of(64).chunks, 1);
+  // A scope on another thread leaves this one's calls split.
+  std::promise<void> entered, leave;
+  std::thread other([&] {
+    const minidl::cpu::SerialScope scope;
+    entered.set_value();
+    leave.get_future().wait();
+  });
+  entered.get_future().wait();
+  EXPECT_GT(split_of(64).chunks, 1);
+  leave.set_value();
+  other.join();
 }
 
 }  // namespace

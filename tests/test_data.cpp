@@ -23,9 +23,11 @@
 #include <vector>
 
 #include "idx_corpus.h"
+#include "cpu/parallel.h"
 #include "minidl/data/data_loader.h"
 #include "minidl/data/mnist.h"
 #include "minidl/indexing.h"
+#include "minidl/threads.h"
 #include "test_util.h"
 
 namespace fs = std::filesystem;
@@ -481,6 +483,41 @@ TEST(DataLoader, MalformedBatchFromDatasetIsReported) {
                                "prefetch " + std::to_string(prefetch));
     });
   }
+}
+
+// The prefetch thread's gathers run on it alone (cpu::SerialScope), so they never hold the thread pool the
+// training step's kernels need; without prefetch the gather runs on the caller and may use the pool.
+TEST(DataLoader, PrefetchThreadGathersWithoutThePool) {
+  class ParallelGather : public RangeDataset {
+   public:
+    ParallelGather() : RangeDataset(40, {3}) {}
+    Batch get_batch(const std::vector<std::int64_t>& indices) const override {
+      const std::thread::id self = std::this_thread::get_id();
+      std::atomic<int> chunks{0}, elsewhere{0};
+      minidl::cpu::parallel_for(1000, 1e6, [&](std::int64_t, std::int64_t) {
+        ++chunks;
+        if (std::this_thread::get_id() != self) ++elsewhere;
+      });
+      splits.push_back(chunks.load() == 1 && elsewhere.load() == 0);
+      return RangeDataset::get_batch(indices);
+    }
+    mutable std::vector<bool> splits;  // per get_batch call: ran as one chunk on its own thread
+  };
+  const int saved = get_num_threads();
+  set_num_threads(4);
+  for (const int prefetch : {0, 2}) {
+    run_with_timeout([&] {
+      auto ds = std::make_shared<ParallelGather>();
+      {
+        DataLoader loader(ds, DataLoaderOptions().set_batch_size(8).set_prefetch(prefetch));
+        loader.start_epoch(0);
+        for (std::int64_t b = 0; b < 5; ++b) ASSERT_TRUE(loader.next().has_value()) << "batch " << b;
+      }  // the prefetch thread is joined
+      ASSERT_EQ(ds->splits.size(), 5u) << "prefetch " << prefetch;
+      for (std::size_t b = 0; b < 5; ++b) EXPECT_EQ(ds->splits[b], prefetch > 0) << "prefetch " << prefetch << " batch " << b;
+    });
+  }
+  set_num_threads(saved);
 }
 
 // ---- DataLoader: errors and shutdown of the prefetch thread ------------------------------------------------

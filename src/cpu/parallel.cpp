@@ -34,7 +34,7 @@ int default_threads() {
   return hw > 0 ? static_cast<int>(hw) : 1;
 }
 
-/// True on a thread while it runs part of a parallel_for: a parallel_for inside runs inline.
+/// True on a thread while it runs part of a parallel_for, or holds a SerialScope: a parallel_for there runs inline.
 thread_local bool t_in_parallel_for = false;
 
 /// The fork-join workers behind parallel_for: threads - 1 workers, the calling thread being the last.
@@ -168,6 +168,9 @@ std::unique_ptr<Pool>& pool_slot() {
 }  // namespace
 
 const Eigen::ThreadPoolDevice& device() { return pool_slot()->device; }
+
+SerialScope::SerialScope() : outer_(t_in_parallel_for) { t_in_parallel_for = true; }
+SerialScope::~SerialScope() { t_in_parallel_for = outer_; }
 
 void parallel_for(std::int64_t n, double cost_per_item, const std::function<void(std::int64_t, std::int64_t)>& fn) {
   if (n <= 0) return;

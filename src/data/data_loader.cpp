@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "core/tensor_impl.h"
+#include "cpu/parallel.h"
 #include "kernels/backend.h"
 #include "kernels/gather.h"
 #include "minidl/config.h"
@@ -111,6 +112,8 @@ class Prefetcher {
 
  private:
   void run() {
+    // The gathers run on this thread alone: the pool belongs to the training step (cpu/parallel.h).
+    const cpu::SerialScope serial;
     try {
       for (std::int64_t b = 0; b < count_; ++b) {
         {

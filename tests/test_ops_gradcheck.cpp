@@ -84,7 +84,9 @@ const std::vector<std::pair<Shape, Shape>>& binary_shapes() {
   static const std::vector<std::pair<Shape, Shape>> shapes{
       {{2, 3, 4}, {2, 3, 4}}, {{2, 3, 4}, {3, 1}}, {{2, 3, 4}, {4}}, {{2, 3, 4}, {1, 3, 1}},
       {{2, 3, 4}, {1}},       {{2, 3, 4}, {}},     {{3, 1}, {2, 3, 4}}, {{}, {2, 3, 4}},
-      {{3, 1}, {1, 4}},       {{1}, {}},           {{}, {}},            {{1, 3, 1}, {2, 1, 4}}};
+      {{3, 1}, {1, 4}},       {{1}, {}},           {{}, {}},            {{1, 3, 1}, {2, 1, 4}},
+      // a block of at least 16 repeated along the leading dims: the CPU runs it block by block
+      {{2, 3, 16}, {16}},     {{1, 3, 16}, {2, 3, 16}}};
   return shapes;
 }
 
@@ -428,6 +430,16 @@ TEST(OpsForward, BroadcastBinaryMatchesLoops) {
   expect_close(sub(b, a, 0.5), from_vector(sub_want, {2, 3, 4}), 1e-15, 1e-15, "sub");
   expect_close(div(a, b), from_vector(div_want, {2, 3, 4}), 1e-15, 1e-15, "div");
   expect_close(pow(b, a), from_vector(pow_want, {2, 3, 4}), 1e-15, 1e-15, "pow");
+  // A row of 16 repeated along the leading dims, on either side (the CPU's per-row path).
+  const Tensor x = uniform({3, 2, 16}, -1, 1, kFloat64), row = uniform({1, 16}, 0.5, 2, kFloat64);
+  const auto xv = x.to_vector<double>(), rv = row.to_vector<double>();
+  std::vector<double> x_minus_row(96), row_over_x(96);
+  for (int q = 0; q < 96; ++q) {
+    x_minus_row[q] = xv[q] - 0.5 * rv[q % 16];
+    row_over_x[q] = rv[q % 16] / xv[q];
+  }
+  expect_close(sub(x, row, 0.5), from_vector(x_minus_row, {3, 2, 16}), 1e-15, 1e-15, "sub, row on the right");
+  expect_close(div(row, x), from_vector(row_over_x, {3, 2, 16}), 1e-15, 1e-15, "div, row on the left");
 }
 
 TEST(OpsForward, SumAndMaxOverAMiddleDimMatchLoops) {

@@ -1,4 +1,9 @@
 #include "kernels/elementwise.h"
+
+#include <algorithm>
+#include <functional>
+#include <numeric>
+
 #include "minidl/errors.h"
 
 namespace minidl {
@@ -22,6 +27,13 @@ BroadcastIndex broadcast_index(const std::vector<std::int64_t>& a, const std::ve
   strides_of(a, bi.a_strides);
   strides_of(b, bi.b_strides);
   return bi;
+}
+
+std::int64_t repeat_period(const std::vector<std::int64_t>& operand, const std::vector<std::int64_t>& out) {
+  const auto first = std::find_if(operand.begin(), operand.end(), [](std::int64_t d) { return d != 1; });
+  const auto dims = static_cast<std::size_t>(operand.end() - first);
+  if (dims > out.size() || !std::equal(first, operand.end(), out.end() - static_cast<std::ptrdiff_t>(dims))) return 0;
+  return std::accumulate(first, operand.end(), std::int64_t{1}, std::multiplies<>());
 }
 
 }  // namespace kernels

@@ -179,6 +179,10 @@ struct BroadcastIndex {
 BroadcastIndex broadcast_index(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b,
                                const std::vector<std::int64_t>& out);
 
+/// When `operand` broadcast to `out` repeats one block along out's leading dims (its shape, leading 1s aside, is
+/// out's trailing dims: a bias row added to a batch), the block's length; 0 otherwise.
+std::int64_t repeat_period(const std::vector<std::int64_t>& operand, const std::vector<std::int64_t>& out);
+
 /// Reductions run over the middle dim of a (outer, n, inner) view.
 enum class ReduceOp : std::uint8_t { Sum, Max };
 

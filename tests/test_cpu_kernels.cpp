@@ -207,14 +207,18 @@ TEST(CpuConv2d, WinogradRejectsShapesItDoesNotHandle) {
   EXPECT_THROW(cpu::winograd_conv2d_backward_input<float>(p, y.data(), w.data(), x.data()), ValueError);
 }
 
-// The weight gradient sums the batch in one chunk per thread and adds the chunks up over the pool: correct for
-// every thread count, including more threads than images.
+// The weight gradient sums the batch in chunks of images and adds the chunks up over the pool, and with few
+// images per thread cuts each chunk's products into ranges of the weights' (c, r, s) rows (the last two cases:
+// 144 and 100 rows, two or three ranges at 1, 3 and 16 threads): correct for every thread count, including
+// more threads than images.
 TYPED_TEST(CpuKernels, Conv2dBackwardWeightOnAnyThreadCount) {
   using T = TypeParam;
   std::mt19937 rng(3);
   const int threads = get_num_threads();
   for (const ConvCase& c : {ConvCase{"batch19_pad1", 19, 3, 6, 5, 4, 3, 3, 1, 1, 1, 1},
-                            ConvCase{"batch5_groups2_stride2", 5, 4, 9, 8, 4, 3, 3, 2, 2, 1, 1, 1, 1, 2}}) {
+                            ConvCase{"batch5_groups2_stride2", 5, 4, 9, 8, 4, 3, 3, 2, 2, 1, 1, 1, 1, 2},
+                            ConvCase{"batch5_c16_pad1_row_ranges", 5, 16, 7, 6, 6, 3, 3, 1, 1, 1, 1},
+                            ConvCase{"batch3_1x1_c100_row_ranges", 3, 100, 4, 5, 7, 1, 1, 1, 1, 0, 0}}) {
     const kernels::Conv2dParams p = conv_params(c);
     const std::int64_t xs = p.N * p.C * p.H * p.W, ws = p.K * (p.C / p.groups) * p.R * p.S, ys = p.N * p.K * p.P * p.Q;
     const auto x = uniform<T>(xs, rng), dy = uniform<T>(ys, rng);

@@ -255,19 +255,33 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
   // chunks per thread, as parallel_for cuts its blocks, so that a thread held up elsewhere hands its images to
   // the others: with one chunk per thread conv2's weight gradient took 1481 us on 16 cores of the H200 host,
   // with four 1283 us (2026-11-30); the extra accumulators cost 4.6 MB of adds there.
-  const Index chunks = std::min<Index>(p.N, std::max(1, 4 * device().numThreads()));
+  const Index threads = device().numThreads();
+  const Index chunks = std::min<Index>(p.N, std::max<Index>(1, 4 * threads));
+  // With fewer than about kImagesPerThread images per thread, each chunk's products are also cut into ranges
+  // of Col's rows (the weights' (c, r, s) positions; each range packs dY again). Four one-image chunks per
+  // thread (batch 64 on 16 threads) leave a long tail where cores run at unequal speeds: on 16 cores of the
+  // H200 host the same GEMM on every core at once ran at 55 to 130 GFLOP/s per core (2026-11-30). The ranges
+  // change no sum: every element is summed over the same images in the same order.
+  constexpr Index kImagesPerThread = 8, kMinRangeRows = 48;
+  const Index splits = g.implicit || g.direct
+                           ? std::clamp<Index>((kImagesPerThread * threads + p.N - 1) / p.N, 1,
+                                               std::max<Index>(1, g.CRS / kMinRangeRows))
+                           : 1;
   T* partials = chunks > 1 ? scratch<T, Scratch::ConvPartials>((chunks - 1) * acc_size) : nullptr;
-  const double chunk_cost = g.cost * static_cast<double>(p.groups * ((p.N + chunks - 1) / chunks));
-  parallel_for(chunks, chunk_cost, [&](Index begin, Index end) {
+  const double item_cost =
+      g.cost * static_cast<double>(p.groups * ((p.N + chunks - 1) / chunks)) / static_cast<double>(splits);
+  parallel_for(chunks * splits, item_cost, [&](Index begin, Index end) {
     // Per group, dW^T = Col * dY^T: Col's rows run along the output positions, the product's sum, so the
     // GEMM reads them in place and packs (transposes) only dY, Kg / CRS of Col's size (the other order,
     // dW = dY * Col^T, transposed all of Col into packed panels: conv2's weight gradient is a quarter faster
     // this way). Implicit: Col is the input read through the taps and the output positions; otherwise the
-    // column matrix. dW^T is summed over the chunk's images in this thread's scratch and transposed into the
-    // chunk's accumulator at the end.
+    // column matrix. Rows [r0, r1) of dW^T are summed over the chunk's images in this thread's scratch and
+    // transposed into the chunk's accumulator at the end.
     T* col = g.implicit || g.direct ? nullptr : scratch<T, Scratch::ConvColumns>(g.CRS * g.PQ);
     T* dw_t = scratch<T, Scratch::ConvWeightT>(wsize);  // groups x CRS x Kg
-    for (Index chunk = begin; chunk < end; ++chunk) {
+    for (Index item = begin; item < end; ++item) {
+      const Index chunk = item / splits, range = item % splits;
+      const Index r0 = range * g.CRS / splits, r1 = (range + 1) * g.CRS / splits;
       T* dw_acc = chunk == 0 ? dw : partials + (chunk - 1) * acc_size;
       T* db_acc = chunk == 0 ? dbias : dw_acc + wsize;
       const Index first = chunk * p.N / chunks, last = (chunk + 1) * p.N / chunks;
@@ -275,15 +289,16 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
         for (Index grp = 0; grp < p.groups; ++grp) {
           const T* xb = x + (n * p.C + grp * g.Cg) * g.HW;
           const T* dyb = dy + (n * p.K + grp * g.Kg) * g.PQ;
-          MatrixView<const T> col_v{g.direct ? xb : col, g.PQ, 1};
+          MatrixView<const T> col_v{xb + r0 * g.PQ, g.PQ, 1};  // direct: the input block
           if (g.implicit) {
             // Element (crs, j) of Col: the input at taps[crs] + positions[j].
-            col_v = {tap_source(p, g, xb), 0, 0, g.taps.data(), g.positions.data()};
+            col_v = {tap_source(p, g, xb), 0, 0, g.taps.data() + r0, g.positions.data()};
           } else if (!g.direct) {
-            im2col(p, g.Cg, xb, col);
+            im2col(p, g.Cg, xb, col);  // one range: r0 = 0
+            col_v = {col, g.PQ, 1};
           }
-          gemm<T>({g.CRS, g.Kg, g.PQ, col_v, {dyb, 1, g.PQ}, {dw_t + grp * g.CRS * g.Kg, g.Kg, 1}, n > first});
-          if (!dbias) continue;
+          gemm<T>({r1 - r0, g.Kg, g.PQ, col_v, {dyb, 1, g.PQ}, {dw_t + (grp * g.CRS + r0) * g.Kg, g.Kg, 1}, n > first});
+          if (!dbias || range > 0) continue;
           for (Index k = 0; k < g.Kg; ++k) {
             const T sum = lane_sum(dyb + k * g.PQ, g.PQ);
             db_acc[grp * g.Kg + k] = n > first ? db_acc[grp * g.Kg + k] + sum : sum;
@@ -294,7 +309,7 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
         const T* src = dw_t + grp * g.CRS * g.Kg;
         T* dst = dw_acc + grp * g.Kg * g.CRS;
         for (Index k = 0; k < g.Kg; ++k)
-          for (Index crs = 0; crs < g.CRS; ++crs) dst[k * g.CRS + crs] = src[crs * g.Kg + k];
+          for (Index crs = r0; crs < r1; ++crs) dst[k * g.CRS + crs] = src[crs * g.Kg + k];
       }
     }
   });

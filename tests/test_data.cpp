@@ -514,7 +514,8 @@ TEST(DataLoader, PrefetchThreadGathersWithoutThePool) {
         for (std::int64_t b = 0; b < 5; ++b) ASSERT_TRUE(loader.next().has_value()) << "batch " << b;
       }  // the prefetch thread is joined
       ASSERT_EQ(ds->splits.size(), 5u) << "prefetch " << prefetch;
-      for (std::size_t b = 0; b < 5; ++b) EXPECT_EQ(ds->splits[b], prefetch > 0) << "prefetch " << prefetch << " batch " << b;
+      for (std::size_t b = 0; b < 5; ++b)
+        EXPECT_EQ(ds->splits[b], prefetch > 0) << "prefetch " << prefetch << " batch " << b;
     });
   }
   set_num_threads(saved);

@@ -209,7 +209,7 @@ TEST(CpuConv2d, WinogradRejectsShapesItDoesNotHandle) {
 
 // The weight gradient sums the batch in chunks of images and adds the chunks up over the pool, and with few
 // images per thread cuts each chunk's products into ranges of the weights' (c, r, s) rows (the last two cases:
-// 144 and 100 rows, two or three ranges at 1, 3 and 16 threads): correct for every thread count, including
+// 144 and 100 rows, three and two ranges at 3 and 16 threads): correct for every thread count, including
 // more threads than images.
 TYPED_TEST(CpuKernels, Conv2dBackwardWeightOnAnyThreadCount) {
   using T = TypeParam;
@@ -231,6 +231,48 @@ TYPED_TEST(CpuKernels, Conv2dBackwardWeightOnAnyThreadCount) {
       cpu::conv2d_backward_weight(p, x.data(), dy.data(), dw.data(), db.data());
       expect_all_close(dw, dw_ref, "dw");
       expect_all_close(db, db_ref, "dbias");
+    }
+  }
+  set_num_threads(threads);
+}
+
+// With few images per thread Winograd's items are cut into bands of tile rows (cpu::parts_per_item): on 3 and 16
+// threads these cases take two to four bands (a last band of odd height; a second band still inside the top
+// padding; a band wholly below the input), on one thread none. Every tile is computed as without bands, so the
+// outputs are bitwise those of one thread, which match the reference.
+TYPED_TEST(CpuKernels, WinogradBandsGiveTheUnbandedOutputs) {
+  using T = TypeParam;
+  std::mt19937 rng(11);
+  const int threads = get_num_threads();
+  for (const ConvCase& c : {ConvCase{"bands_odd_last_pad1", 1, 8, 17, 6, 8, 3, 3, 1, 1, 1, 1},
+                            ConvCase{"bands_in_padding_pad10", 1, 8, 3, 5, 8, 3, 3, 1, 1, 10, 2},
+                            ConvCase{"bands_groups2_pad2", 2, 16, 14, 7, 16, 3, 3, 1, 1, 2, 2, 1, 1, 2}}) {
+    SCOPED_TRACE(c.name);
+    const kernels::Conv2dParams p = conv_params(c);
+    ASSERT_TRUE(takes_winograd(p));
+    const std::int64_t xs = p.N * p.C * p.H * p.W, ws = p.K * (p.C / p.groups) * 9, ys = p.N * p.K * p.P * p.Q;
+    const auto x = uniform<T>(xs, rng), w = uniform<T>(ws, rng), b = uniform<T>(p.K, rng), dy = uniform<T>(ys, rng);
+    const bool backward = cpu::winograd_backward_input_applies(p);
+    std::vector<T> y1, dx1;
+    for (int t : {1, 3, 16}) {
+      SCOPED_TRACE("threads=" + std::to_string(t));
+      set_num_threads(t);
+      auto y = nans<T>(ys), dx = nans<T>(xs);
+      cpu::winograd_conv2d_forward(p, x.data(), w.data(), b.data(), y.data(), kernels::Activation::None);
+      if (backward) cpu::winograd_conv2d_backward_input(p, dy.data(), w.data(), dx.data());
+      if (t == 1) {
+        auto y_ref = nans<T>(ys), dx_ref = nans<T>(xs);
+        ref::conv2d_forward(p, x.data(), w.data(), b.data(), y_ref.data());
+        expect_all_close(y, y_ref, "y");
+        if (backward) {
+          ref::conv2d_backward_input(p, dy.data(), w.data(), dx_ref.data());
+          expect_all_close(dx, dx_ref, "dx");
+        }
+        y1 = y, dx1 = dx;
+      } else {
+        EXPECT_EQ(y, y1);
+        if (backward) EXPECT_EQ(dx, dx1);
+      }
     }
   }
   set_num_threads(threads);

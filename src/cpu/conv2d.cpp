@@ -24,7 +24,8 @@
 // Threading: (image, group) pairs, or fixed chunks of images for the weight gradient, are spread over
 // cpu::parallel_for and every GEMM runs single-threaded inside its task: the per-image GEMMs of the MNIST
 // shapes (at most 288x576x64) are too small to split well, and the data movement around them parallelises for
-// free this way. A batch smaller than the thread count leaves threads idle.
+// free this way. With few images per thread (cpu::parts_per_item) the weight gradient's chunks are also cut by
+// weight rows, and Winograd's items by tile rows.
 #include "cpu/parallel.h"  // first: it defines EIGEN_USE_THREADS, which must precede every Eigen header
 
 #include "kernels/layer_kernels.h"
@@ -255,18 +256,12 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
   // chunks per thread, as parallel_for cuts its blocks, so that a thread held up elsewhere hands its images to
   // the others: with one chunk per thread conv2's weight gradient took 1481 us on 16 cores of the H200 host,
   // with four 1283 us (2026-11-30); the extra accumulators cost 4.6 MB of adds there.
-  const Index threads = device().numThreads();
-  const Index chunks = std::min<Index>(p.N, std::max<Index>(1, 4 * threads));
-  // With fewer than about kImagesPerThread images per thread, each chunk's products are also cut into ranges
-  // of Col's rows (the weights' (c, r, s) positions; each range packs dY again). Four one-image chunks per
-  // thread (batch 64 on 16 threads) leave a long tail where cores run at unequal speeds: on 16 cores of the
-  // H200 host the same GEMM on every core at once ran at 55 to 130 GFLOP/s per core (2026-11-30). The ranges
+  const Index chunks = std::min<Index>(p.N, std::max(1, 4 * device().numThreads()));
+  // With few images per thread (parts_per_item), each chunk's products are also cut into ranges of Col's rows
+  // (the weights' (c, r, s) positions; each range packs dY again; batch 64 on 16 threads: two). The ranges
   // change no sum: every element is summed over the same images in the same order.
-  constexpr Index kImagesPerThread = 8, kMinRangeRows = 48;
-  const Index splits = g.implicit || g.direct
-                           ? std::clamp<Index>((kImagesPerThread * threads + p.N - 1) / p.N, 1,
-                                               std::max<Index>(1, g.CRS / kMinRangeRows))
-                           : 1;
+  constexpr Index kMinRangeRows = 48;
+  const Index splits = g.implicit || g.direct ? parts_per_item(p.N, g.CRS / kMinRangeRows) : 1;
   T* partials = chunks > 1 ? scratch<T, Scratch::ConvPartials>((chunks - 1) * acc_size) : nullptr;
   const double item_cost =
       g.cost * static_cast<double>(p.groups * ((p.N + chunks - 1) / chunks)) / static_cast<double>(splits);

@@ -111,34 +111,43 @@ inline void apply_bt_pairs(const T* __restrict x, T* __restrict out0, T* __restr
 /// The products' columns are a multiple of this: of every GEMM build's panel width (cpu/gemm_kernel.inc).
 constexpr Index kLdAlign = 32;
 
-/// Sizes of one (image, group)'s transforms.
+/// Sizes of the transforms of P x Q outputs (one (image, group)'s, or a band of its rows).
 struct Tiling {
   Index Tp, Tq;  // tile rows and columns: 2x2 output blocks covering P x Q
   Index n;       // tiles per tile row, with the junk one: Tq + 1
   Index Hs, Ws;  // the parity-split input plane, 2 Tp + 2 x 2 n, covering every patch
   Index tiles;   // Tp * n: the products' columns
+  Index ld;      // the products' columns rounded up to a multiple of kLdAlign
 };
 
-Tiling tiling(const Conv2dParams& q) {
+Tiling tiling(Index P, Index Q) {
   Tiling t;
-  t.Tp = (q.P + 1) / 2;
-  t.Tq = (q.Q + 1) / 2;
+  t.Tp = (P + 1) / 2;
+  t.Tq = (Q + 1) / 2;
   t.n = t.Tq + 1;
   t.Hs = 2 * t.Tp + 2;
   t.Ws = 2 * t.n;
   t.tiles = t.Tp * t.n;
+  t.ld = (t.tiles + kLdAlign - 1) / kLdAlign * kLdAlign;
   return t;
 }
 
-/// V_xi[c][u] = (B^T d B)[xi] for the patch d of tile u of channel c of xb (the image-group's Cg input planes of
-/// q.H x q.W, padded as q says), into v[xi * xi_stride + c * ld + u]; finite junk for u in [tiles, ld). Each
-/// channel is first copied into a parity-split plane of Hs x Ws (zero where padding), all of which stays in L1.
+/// Where the patches of a band of output rows come from: per channel (`plane` elements apart) `rows` input rows
+/// of `W`, the first of them `pad_h` rows below the band's first patch row (the rows above are padding: zeros),
+/// each padded by `pad_w` columns on the left.
+struct InputWindow {
+  Index plane, rows, W, pad_h, pad_w;
+};
+
+/// V_xi[c][u] = (B^T d B)[xi] for the patch d of tile u of channel c of xb (the Cg input channels as `in`
+/// says), into v[xi * xi_stride + c * t.ld + u]; finite junk for u in [tiles, ld). Each channel is first copied
+/// into a parity-split plane of Hs x Ws (zero where padding), all of which stays in L1.
 template <class T>
-MINIDL_CPU_CLONES void transform_inputs(const Conv2dParams& q, const Tiling& t, const T* xb, Index Cg, Index ld,
+MINIDL_CPU_CLONES void transform_inputs(const Tiling& t, const InputWindow& in, const T* xb, Index Cg,
                                         Index xi_stride, T* v) {
   const Index len = t.Hs * t.n;  // split columns of a plane
   const Index half = len / 2;    // where the odd rows start
-  const Index h_end = std::min(q.H, t.Hs - q.pad_h), w_end = std::max<Index>(0, std::min(q.W, t.Ws - q.pad_w));
+  const Index h_end = std::min(in.rows, t.Hs - in.pad_h), w_end = std::max<Index>(0, std::min(in.W, t.Ws - in.pad_w));
   // The plane, then two zeros that the last junk tile reads past its end.
   T* const plane = scratch<T, Scratch::ConvPadded>(t.Hs * t.Ws + 2);
   // rows_bt: B^T along the patch rows, result j at rows_bt + j * len, then kLdAlign zeros. Down the patch
@@ -150,17 +159,17 @@ MINIDL_CPU_CLONES void transform_inputs(const Conv2dParams& q, const Tiling& t, 
   std::fill(plane, plane + t.Hs * t.Ws + 2, T(0));  // every channel writes the same elements: the padding stays zero
   for (Index c = 0; c < Cg; ++c) {
     for (Index ih = 0; ih < h_end; ++ih) {
-      const Index h = ih + q.pad_h;
-      const T* __restrict src = xb + (c * q.H + ih) * q.W;
-      T* __restrict dst = plane + (h % 2 * (t.Hs / 2) + h / 2) * t.Ws + q.pad_w;
+      const Index h = ih + in.pad_h;
+      const T* __restrict src = xb + c * in.plane + ih * in.W;
+      T* __restrict dst = plane + (h % 2 * (t.Hs / 2) + h / 2) * t.Ws + in.pad_w;
       for (Index w = 0; w < w_end; ++w) dst[w] = src[w];  // short rows: inline, not a call to memmove
     }
     apply_bt_pairs(plane, rows_bt, rows_bt + len, rows_bt + 2 * len, rows_bt + 3 * len, len);
     for (int j = 0; j < 4; ++j) {  // B^T down the patch columns, for column j of B^T d
       const T* ev = rows_bt + j * len;
       const T* od = ev + half;
-      T* out = v + j * xi_stride + c * ld;
-      apply_bt(ev, od, ev + t.n, od + t.n, out, out + 4 * xi_stride, out + 8 * xi_stride, out + 12 * xi_stride, ld);
+      T* out = v + j * xi_stride + c * t.ld;
+      apply_bt(ev, od, ev + t.n, od + t.n, out, out + 4 * xi_stride, out + 8 * xi_stride, out + 12 * xi_stride, t.ld);
     }
   }
 }
@@ -186,19 +195,19 @@ inline void output_pairs(const T* __restrict m, Index xi_stride, T b, Act act, T
   }
 }
 
-/// y[k] (P x Q) = act(A^T M A + bias[k]) for the Kg output channels, M_xi[k][u] at m[xi * xi_stride + k * ld + u].
-/// The 2x2 blocks go to a parity-split output plane first (row r of half i is output row 2r + i, 2n long),
-/// from which each output row is copied.
+/// The P x Q outputs of the Kg output channels (`y_plane` elements apart from y), y[k] = act(A^T M A + bias[k]),
+/// M_xi[k][u] at m[xi * xi_stride + k * t.ld + u]. The 2x2 blocks go to a parity-split output plane first (row r
+/// of half i is output row 2r + i, 2n long), from which each output row is copied.
 template <class T, class Act>
-MINIDL_CPU_CLONES void transform_outputs(const T* m, const Tiling& t, Index Kg, Index ld, Index xi_stride, Index P,
-                                         Index Q, const T* bias, Act act, T* y) {
+MINIDL_CPU_CLONES void transform_outputs(const T* m, const Tiling& t, Index Kg, Index xi_stride, Index P, Index Q,
+                                         Index y_plane, const T* bias, Act act, T* y) {
   const Index tiles = t.tiles;
   T* const split = scratch<T, Scratch::WinogradRows>(4 * tiles);
   for (Index k = 0; k < Kg; ++k) {
-    output_pairs(m + k * ld, xi_stride, bias ? bias[k] : T(0), act, split, split + 2 * tiles, tiles);
+    output_pairs(m + k * t.ld, xi_stride, bias ? bias[k] : T(0), act, split, split + 2 * tiles, tiles);
     for (Index h = 0; h < P; ++h) {
       const T* __restrict src = split + (h % 2 * t.Tp + h / 2) * 2 * t.n;
-      T* __restrict dst = y + (k * P + h) * Q;
+      T* __restrict dst = y + k * y_plane + h * Q;
       for (Index w = 0; w < Q; ++w) dst[w] = src[w];
     }
   }
@@ -207,35 +216,55 @@ MINIDL_CPU_CLONES void transform_outputs(const T* m, const Tiling& t, Index Kg, 
 /// The Winograd convolution `q` (forward geometry) of x with the transformed filters u (transform_filters).
 template <class T>
 void winograd_conv(const Conv2dParams& q, const T* x, const T* u, const T* bias, Activation act, T* y) {
-  const Index Cg = q.C / q.groups, Kg = q.K / q.groups;
-  const Tiling t = tiling(q);
+  const Index Cg = q.C / q.groups, Kg = q.K / q.groups, images = q.N * q.groups;
+  // With few (image, group) items per thread (parts_per_item; batch 64 on 16 threads: two), each is cut into
+  // bands of tile rows, each band a parallel_for item with its own transforms (its input rows plus the two rows
+  // of overlap; no tile twice). Every tile is computed as without bands, so the output is the same.
+  constexpr Index kMinBandTileRows = 3;
+  const Index tile_rows = (q.P + 1) / 2;
+  const Index bands_wanted = parts_per_item(images, tile_rows / kMinBandTileRows);
+  const Index band_tile_rows = (tile_rows + bands_wanted - 1) / bands_wanted;
+  const Index bands = (tile_rows + band_tile_rows - 1) / band_tile_rows;
   // The products run over ld columns, a multiple of every GEMM build's panel width (at most 32 floats): all
   // panels are then full and read in place, where a last partial one was packed and its tiles went through a
   // copy (a tenth of the time). The 16 matrices of V and of M are a cache line more than their rows apart: the
   // transforms read or write all 16 at once, and at a multiple of 4 KB apart (conv2's input gradient: 64 rows
-  // of 176 floats) they fall into one L1 set, more than its ways; the input transform ran 8x slower.
-  const Index ld = (t.tiles + kLdAlign - 1) / kLdAlign * kLdAlign, line = 64 / static_cast<Index>(sizeof(T));
-  const Index v_stride = Cg * ld + line, m_stride = Kg * ld + line;
-  std::vector<Index> rows(static_cast<std::size_t>(Cg));  // V_xi's rows, for the GEMM's in-place reads
-  for (Index c = 0; c < Cg; ++c) rows[static_cast<std::size_t>(c)] = c * ld;
-  const double cost = static_cast<double>(t.tiles) * static_cast<double>(16 * Kg * Cg + 32 * (Kg + Cg));
-  parallel_for(q.N * q.groups, cost, [&](Index begin, Index end) {
+  // of 176 floats) they fall into one L1 set, more than its ways; the input transform ran 8x slower. A band's
+  // sizes are those of the first (the largest) or of the last.
+  const Tiling first = tiling(std::min(q.P, 2 * band_tile_rows), q.Q);
+  const Tiling last = tiling(q.P - 2 * band_tile_rows * (bands - 1), q.Q);
+  const Index line = 64 / static_cast<Index>(sizeof(T));
+  const Index v_stride = Cg * first.ld + line, m_stride = Kg * first.ld + line;
+  // V_xi's rows, for the GEMM's in-place reads, at the first band's and the last band's ld.
+  std::vector<Index> rows(static_cast<std::size_t>(2 * Cg));
+  for (Index c = 0; c < Cg; ++c) {
+    rows[static_cast<std::size_t>(c)] = c * first.ld;
+    rows[static_cast<std::size_t>(Cg + c)] = c * last.ld;
+  }
+  const double cost = static_cast<double>(first.tiles) * static_cast<double>(16 * Kg * Cg + 32 * (Kg + Cg));
+  parallel_for(images * bands, cost, [&](Index begin, Index end) {
     T* v = scratch<T, Scratch::WinogradInputs>(16 * v_stride);
     T* m = scratch<T, Scratch::WinogradProducts>(16 * m_stride);
     for (Index i = begin; i < end; ++i) {
-      const Index n = i / q.groups, grp = i % q.groups;
-      transform_inputs(q, t, x + (n * q.C + grp * Cg) * q.H * q.W, Cg, ld, v_stride, v);
+      const Index n = i / bands / q.groups, grp = i / bands % q.groups, band = i % bands;
+      const bool is_last = band == bands - 1;
+      const Tiling& t = is_last ? last : first;
+      // Output rows [r0, r0 + 2 Tp) (fewer in the last band) read input rows from r0 - pad_h.
+      const Index r0 = 2 * band_tile_rows * band, in_row0 = std::max<Index>(0, r0 - q.pad_h);
+      const InputWindow in{q.H * q.W, q.H - in_row0, q.W, std::max<Index>(0, q.pad_h - r0), q.pad_w};
+      transform_inputs(t, in, x + (n * q.C + grp * Cg) * q.H * q.W + in_row0 * q.W, Cg, v_stride, v);
       const T* ug = u + grp * 16 * Kg * Cg;
       for (int xi = 0; xi < 16; ++xi) {
-        gemm<T>({Kg, ld, Cg, {ug + xi * Kg * Cg, Cg, 1}, {v + xi * v_stride, 0, 1, rows.data()},
-                 {m + xi * m_stride, ld, 1}, false});
+        gemm<T>({Kg, t.ld, Cg, {ug + xi * Kg * Cg, Cg, 1}, {v + xi * v_stride, 0, 1, rows.data() + (is_last ? Cg : 0)},
+                 {m + xi * m_stride, t.ld, 1}, false});
       }
-      T* yb = y + (n * q.K + grp * Kg) * q.P * q.Q;
+      const Index P = is_last ? q.P - r0 : 2 * band_tile_rows;
+      T* yb = y + (n * q.K + grp * Kg) * q.P * q.Q + r0 * q.Q;
       const T* bg = bias ? bias + grp * Kg : nullptr;
       if (act == Activation::Relu) {
-        transform_outputs(m, t, Kg, ld, m_stride, q.P, q.Q, bg, kernels::Relu<T>{T(0)}, yb);
+        transform_outputs(m, t, Kg, m_stride, P, q.Q, q.P * q.Q, bg, kernels::Relu<T>{T(0)}, yb);
       } else {
-        transform_outputs(m, t, Kg, ld, m_stride, q.P, q.Q, bg, [](T value) { return value; }, yb);
+        transform_outputs(m, t, Kg, m_stride, P, q.Q, q.P * q.Q, bg, [](T value) { return value; }, yb);
       }
     }
   });

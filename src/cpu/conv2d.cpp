@@ -256,7 +256,7 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
   // chunks per thread, as parallel_for cuts its blocks, so that a thread held up elsewhere hands its images to
   // the others: with one chunk per thread conv2's weight gradient took 1481 us on 16 cores of the H200 host,
   // with four 1283 us (2026-11-30); the extra accumulators cost 4.6 MB of adds there.
-  const Index chunks = std::min<Index>(p.N, std::max(1, 4 * device().numThreads()));
+  const Index chunks = std::min<Index>(p.N, std::max<Index>(1, kBlocksPerThread * device().numThreads()));
   // With few images per thread (parts_per_item), each chunk's products are also cut into ranges of Col's rows
   // (the weights' (c, r, s) positions; each range packs dY again; batch 64 on 16 threads: two). The ranges
   // change no sum: every element is summed over the same images in the same order.
@@ -284,13 +284,15 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
         for (Index grp = 0; grp < p.groups; ++grp) {
           const T* xb = x + (n * p.C + grp * g.Cg) * g.HW;
           const T* dyb = dy + (n * p.K + grp * g.Kg) * g.PQ;
-          MatrixView<const T> col_v{xb + r0 * g.PQ, g.PQ, 1};  // direct: the input block
+          // Rows [r0, r1) of Col. Implicit: element (crs, j) is the input at taps[crs] + positions[j]; direct:
+          // the input block itself; otherwise the column matrix (one range: r0 = 0).
+          MatrixView<const T> col_v{col, g.PQ, 1};
           if (g.implicit) {
-            // Element (crs, j) of Col: the input at taps[crs] + positions[j].
             col_v = {tap_source(p, g, xb), 0, 0, g.taps.data() + r0, g.positions.data()};
-          } else if (!g.direct) {
-            im2col(p, g.Cg, xb, col);  // one range: r0 = 0
-            col_v = {col, g.PQ, 1};
+          } else if (g.direct) {
+            col_v = {xb + r0 * g.PQ, g.PQ, 1};
+          } else {
+            im2col(p, g.Cg, xb, col);
           }
           gemm<T>({r1 - r0, g.Kg, g.PQ, col_v, {dyb, 1, g.PQ}, {dw_t + (grp * g.CRS + r0) * g.Kg, g.Kg, 1}, n > first});
           if (!dbias || range > 0) continue;

@@ -151,8 +151,6 @@ namespace {
 
 /// C's blocks start on tile boundaries: multiples of every build's MR (rows) and NR (columns).
 constexpr std::int64_t kRowAlign = 24, kColAlign = 32;
-/// How many parts per thread the parallel products aim for (see gemm_parallel).
-constexpr std::int64_t kPartsPerThread = 4;
 
 /// How many equal ranges of k a product is summed in (1: none). Only for a small C over a long k (fc1's forward,
 /// 64 x 128 over k = 9216): cutting C alone gave 12 blocks for 16 threads, each packing a 24 x 9216 panel of A
@@ -167,8 +165,8 @@ std::int64_t k_splits(std::int64_t m, std::int64_t n, std::int64_t k) {
 
 /// C = A * B (or C += A * B) as the sum of `splits` products over equal ranges of k, each into its own partial
 /// (on the pool), then added in range order. Each range's product is cut further into column blocks (on tile
-/// boundaries) up to about kPartsPerThread parts per thread, so that a core slowed by other work hands parts to the
-/// others: with one part per thread (16 ranges on 16 threads) fc1's forward product scaled 3.9x from 2 to 16
+/// boundaries) up to about kBlocksPerThread parts per thread, so that a core slowed by other work hands parts to
+/// the others: with one part per thread (16 ranges on 16 threads) fc1's forward product scaled 3.9x from 2 to 16
 /// threads on the H200 host, where a GEMM running on each core alone scaled 5.5x (2026-11-30). Column blocks
 /// re-pack A's range (fc1: 64 x 576) rather than B's (576 x 128).
 template <class T>
@@ -178,7 +176,8 @@ void gemm_split_k(const GemmArgs<T>& g, std::int64_t splits) {
   T* partials = scratch<T, Scratch::GemmPartials>(splits * mn);
   const std::int64_t threads = device().numThreads();
   const std::int64_t col_parts =
-      std::clamp<std::int64_t>((kPartsPerThread * threads + splits - 1) / splits, 1, (g.n + kColAlign - 1) / kColAlign);
+      std::clamp<std::int64_t>((kBlocksPerThread * threads + splits - 1) / splits, 1,
+                               (g.n + kColAlign - 1) / kColAlign);
   const std::int64_t col_step = (g.n / col_parts + kColAlign - 1) / kColAlign * kColAlign;
   const double part_flops = 2.0 * static_cast<double>(g.m * col_step * range);
   parallel_for(splits * col_parts, part_flops / 8.0, [&](std::int64_t begin, std::int64_t end) {
@@ -215,7 +214,7 @@ void gemm_parallel(const GemmArgs<T>& g) {
     gemm(g);
     return;
   }
-  // C is cut into row and column blocks on tile boundaries, the longer side first: up to kPartsPerThread
+  // C is cut into row and column blocks on tile boundaries, the longer side first: up to kBlocksPerThread
   // blocks per thread when it has that many, otherwise as many as it has times enough blocks of the other side
   // to make up the rest. Several parts per thread, as parallel_for's blocks, let a core slowed by other work
   // hand parts to the others: on 16 cores of the H200 host the same GEMM run on every core at once went at 55
@@ -227,9 +226,9 @@ void gemm_parallel(const GemmArgs<T>& g) {
   const bool cols_first = g.n >= g.m;
   const std::int64_t first_blocks = cols_first ? blocks_of(g.n, kColAlign) : blocks_of(g.m, kRowAlign);
   const std::int64_t second_blocks = cols_first ? blocks_of(g.m, kRowAlign) : blocks_of(g.n, kColAlign);
-  const std::int64_t first_parts = std::min(kPartsPerThread * threads, first_blocks);
+  const std::int64_t first_parts = std::min(kBlocksPerThread * threads, first_blocks);
   const std::int64_t second_parts =
-      std::max<std::int64_t>(1, std::min(second_blocks, kPartsPerThread * threads / first_parts));
+      std::max<std::int64_t>(1, std::min(second_blocks, kBlocksPerThread * threads / first_parts));
   const std::int64_t row_parts = cols_first ? second_parts : first_parts;
   const std::int64_t col_parts = cols_first ? first_parts : second_parts;
   // Part i of a side of length len: [i * step, min(len, (i + 1) * step)), step a multiple of align.

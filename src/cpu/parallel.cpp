@@ -192,7 +192,7 @@ void parallel_for(std::int64_t n, double cost_per_item, const std::function<void
   // Blocks of at least ~50k cycles, up to four per thread, so that threads slowed by other work (or a shared
   // machine) hand their remaining blocks to the others.
   const auto by_cost = static_cast<std::int64_t>(cost_per_item * static_cast<double>(n) / 5e4);
-  const std::int64_t blocks = std::max<std::int64_t>(1, std::min({n, 4 * static_cast<std::int64_t>(pool.threads), by_cost}));
+  const std::int64_t blocks = std::max<std::int64_t>(1, std::min({n, kBlocksPerThread * pool.threads, by_cost}));
   if (!pool.spin.run(n, blocks, fn)) fn(0, n);
 }
 

@@ -17,6 +17,10 @@ const Eigen::ThreadPoolDevice& device();
 /// to split. Runs inline when the work is small, when called from inside another parallel_for, and when another
 /// thread's parallel_for holds the workers. An exception thrown by fn is rethrown here once every chunk is done.
 void parallel_for(std::int64_t n, double cost_per_item, const std::function<void(std::int64_t, std::int64_t)>& fn);
+/// parallel_for cuts its work into up to this many blocks per thread, so that a thread held up elsewhere hands
+/// blocks to the others; kernels that cut their own parts (the GEMM's blocks, the weight gradient's chunks)
+/// aim for as many.
+constexpr std::int64_t kBlocksPerThread = 4;
 
 /// Into how many parts to cut each of `items` equal work items (images of a batch) so that the pool gets about
 /// eight parts per thread: 1 on one thread or with that many items already, at most `max_parts`. With

@@ -242,6 +242,30 @@ TEST(LayersGradcheck, DropoutFixedMask) {
         {rnd({3, 5})});
 }
 
+// Dropout's backward masks the incoming gradient in that gradient's own buffer when nothing else holds it
+// (ops::binary_grad_reusing), otherwise into a new one: both give gradient * mask, and a gradient the caller
+// still holds is left as it was.
+TEST(LayersGradcheck, DropoutBackwardLeavesAHeldGradientAlone) {
+  const Tensor x = leaf(uniform({8, 16}, 0.5, 1.5, kFloat32));  // never zero: the mask is y / x
+  manual_seed(77);
+  const Tensor y = F::dropout(x, 0.5, true);
+  const std::vector<float> xv = x.to_vector<float>(), yv = y.to_vector<float>();
+  const Tensor held = uniform({8, 16}, -1.0, 1.0, kFloat32);
+  const std::vector<float> gv = held.to_vector<float>();
+  y.backward(held);
+  EXPECT_EQ(held.to_vector<float>(), gv) << "the caller's gradient was overwritten";
+  const std::vector<float> dx = x.grad().to_vector<float>();
+  for (std::size_t i = 0; i < xv.size(); ++i) EXPECT_FLOAT_EQ(dx[i], gv[i] * (yv[i] / xv[i])) << "element " << i;
+
+  const Tensor x2 = leaf(uniform({8, 16}, 0.5, 1.5, kFloat32));
+  manual_seed(78);
+  const Tensor y2 = F::dropout(x2, 0.5, true);
+  mul(y2, held).sum().backward();  // mul's backward hands dropout a gradient no one else holds
+  const std::vector<float> x2v = x2.to_vector<float>(), y2v = y2.to_vector<float>(), dx2 = x2.grad().to_vector<float>();
+  for (std::size_t i = 0; i < x2v.size(); ++i) EXPECT_FLOAT_EQ(dx2[i], gv[i] * (y2v[i] / x2v[i])) << "element " << i;
+  EXPECT_EQ(held.to_vector<float>(), gv);
+}
+
 TEST(LayersGradcheck, Dropout2dFixedMask) {
   check("dropout2d(p=0.5)",
         [](const std::vector<Tensor>& in) {

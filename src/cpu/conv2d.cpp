@@ -258,7 +258,7 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
   // with four 1283 us (2026-11-30); the extra accumulators cost 4.6 MB of adds there.
   const Index chunks = std::min<Index>(p.N, std::max<Index>(1, kBlocksPerThread * device().numThreads()));
   // With few images per thread (parts_per_item), each chunk's products are also cut into ranges of Col's rows
-  // (the weights' (c, r, s) positions; each range packs dY again; batch 64 on 16 threads: two). The ranges
+  // (the weights' (c, r, s) positions; each range packs dY again; batch 16 on 16 threads: four). The ranges
   // change no sum: every element is summed over the same images in the same order.
   constexpr Index kMinRangeRows = 48;
   const Index splits = g.implicit || g.direct ? parts_per_item(p.N, g.CRS / kMinRangeRows) : 1;

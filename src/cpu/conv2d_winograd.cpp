@@ -217,7 +217,7 @@ MINIDL_CPU_CLONES void transform_outputs(const T* m, const Tiling& t, Index Kg, 
 template <class T>
 void winograd_conv(const Conv2dParams& q, const T* x, const T* u, const T* bias, Activation act, T* y) {
   const Index Cg = q.C / q.groups, Kg = q.K / q.groups, images = q.N * q.groups;
-  // With few (image, group) items per thread (parts_per_item; batch 64 on 16 threads: two), each is cut into
+  // With few (image, group) items per thread (parts_per_item; batch 16 on 16 threads: four), each is cut into
   // bands of tile rows, each band a parallel_for item with its own transforms (its input rows plus the two rows
   // of overlap; no tile twice). Every tile is computed as without bands, so the output is the same.
   constexpr Index kMinBandTileRows = 3;

@@ -171,9 +171,8 @@ const Eigen::ThreadPoolDevice& device() { return pool_slot()->device; }
 
 std::int64_t parts_per_item(std::int64_t items, std::int64_t max_parts) {
   const std::int64_t threads = pool_slot()->threads;
-  constexpr std::int64_t kPartsPerThread = 8;
   if (threads <= 1 || items <= 0) return 1;
-  return std::clamp<std::int64_t>((kPartsPerThread * threads + items - 1) / items, 1,
+  return std::clamp<std::int64_t>((kBlocksPerThread * threads + items - 1) / items, 1,
                                   std::max<std::int64_t>(1, max_parts));
 }
 

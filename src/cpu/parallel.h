@@ -18,14 +18,16 @@ const Eigen::ThreadPoolDevice& device();
 /// thread's parallel_for holds the workers. An exception thrown by fn is rethrown here once every chunk is done.
 void parallel_for(std::int64_t n, double cost_per_item, const std::function<void(std::int64_t, std::int64_t)>& fn);
 /// parallel_for cuts its work into up to this many blocks per thread, so that a thread held up elsewhere hands
-/// blocks to the others; kernels that cut their own parts (the GEMM's blocks, the weight gradient's chunks)
-/// aim for as many.
+/// blocks to the others; kernels that cut their own parts (the GEMM's blocks, the weight gradient's chunks,
+/// parts_per_item) aim for as many.
 constexpr std::int64_t kBlocksPerThread = 4;
 
 /// Into how many parts to cut each of `items` equal work items (images of a batch) so that the pool gets about
-/// eight parts per thread: 1 on one thread or with that many items already, at most `max_parts`. With
-/// a few items per thread the slowest core sets the pace: on 16 cores of the H200 host the same GEMM run on every
-/// core at once went at 55 to 130 GFLOP/s per core (2026-11-30), and batch 64 gives 16 threads four images each.
+/// kBlocksPerThread parts per thread: 1 on one thread or with that many items already, at most `max_parts`.
+/// With fewer items than that the slowest core sets the pace: on 16 cores of the H200 host the same GEMM run on
+/// every core at once went at 55 to 130 GFLOP/s per core (2026-11-30). Not more: each part repeats some work
+/// (a band's overlap rows, a range's packing), and aiming for eight parts per thread (batch 64 on 16 threads:
+/// two per image) made the step slower there, 5.45 against 5.20 ms (alternating runs, 2026-11-30).
 std::int64_t parts_per_item(std::int64_t items, std::int64_t max_parts);
 
 /// While one is alive on a thread, parallel_for calls made on that thread run on it alone. For background

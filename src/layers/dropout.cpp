@@ -31,8 +31,11 @@ Tensor dropout(const Tensor& input, double p, bool training) {
   if (p == 0.0) return input;
   Tensor out = ops::empty_as(input.sizes(), input), mask = ops::empty_as(input.sizes(), input);
   MINIDL_ON_BACKEND(input.device(), dropout(input, p, out, mask));
-  return autograd::record(out, "DropoutBackward", {input},
-                          [mask](const Tensor& g) { return std::vector<Tensor>{mul(g, mask)}; });
+  // The gradient is masked in its own buffer when no one else holds it (written lines stay in cache; a fresh
+  // output buffer would be streamed in and out besides).
+  return autograd::record(out, "DropoutBackward", {input}, [mask](const Tensor& g) {
+    return std::vector<Tensor>{ops::binary_grad_reusing(kernels::BinaryOp::Mul, 0.0, g, mask)};
+  });
 }
 
 Tensor dropout2d(const Tensor& input, double p, bool training) {

@@ -319,7 +319,7 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
       for (Index i = begin; i < end; ++i) total[i] += part[i];
     }
   };
-  parallel_for(acc_size, static_cast<double>(chunks - 1), [&](Index begin, Index end) {
+  parallel_for(acc_size, kRemotePartialCost * static_cast<double>(chunks - 1), [&](Index begin, Index end) {
     if (begin < wsize) add_partials(dw, 0, begin, std::min(end, wsize));
     if (end > wsize) add_partials(dbias, wsize, std::max(begin, wsize) - wsize, end - wsize);
   });

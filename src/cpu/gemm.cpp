@@ -190,7 +190,7 @@ void gemm_split_k(const GemmArgs<T>& g, std::int64_t splits) {
       gemm(sub);
     }
   });
-  parallel_for(mn, static_cast<double>(splits), [&](std::int64_t begin, std::int64_t end) {
+  parallel_for(mn, kRemotePartialCost * static_cast<double>(splits), [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t e = begin; e < end; ++e) {
       T& c = g.c.data[e / g.n * g.c.rs + e % g.n * g.c.cs];
       T sum = g.accumulate ? c + partials[e] : partials[e];

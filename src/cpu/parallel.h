@@ -22,6 +22,11 @@ void parallel_for(std::int64_t n, double cost_per_item, const std::function<void
 /// parts_per_item) aim for as many.
 constexpr std::int64_t kBlocksPerThread = 4;
 
+/// Cost in cycles (parallel_for's unit) of adding one partial result that another core wrote: the read from
+/// that core's cache, not the add, sets it. Counted as one cycle, fc1's split-k sums (8192 elements, 16 partials
+/// each) ran as two blocks while fourteen of sixteen threads waited.
+constexpr double kRemotePartialCost = 8;
+
 /// Into how many parts to cut each of `items` equal work items (images of a batch) so that the pool gets about
 /// kBlocksPerThread parts per thread: 1 on one thread or with that many items already, at most `max_parts`.
 /// With fewer items than that the slowest core sets the pace: on 16 cores of the H200 host the same GEMM run on

@@ -669,7 +669,7 @@ TEST_F(GpuTest, Conv2dWithCudnnBenchmarkOffChoosesUntimed) {
     const bool is_wide = line.find("input 3x5x11x9, weight 7x5x3x3") != std::string::npos;
     const bool is_mnist = line.find("input 4x32x26x26, weight 64x32x3x3") != std::string::npos;
     if (!is_wide && !is_mnist) continue;
-    if (line.find("cuDNN benchmark off") != std::string::npos) {
+    if (line.find("untimed (benchmark off or deterministic)") != std::string::npos) {
       ++untimed;
       EXPECT_NE(line.find("chosen untimed"), std::string::npos) << line;
       if (is_mnist && line.find("(weight)") == std::string::npos) {
@@ -682,6 +682,25 @@ TEST_F(GpuTest, Conv2dWithCudnnBenchmarkOffChoosesUntimed) {
   }
   EXPECT_EQ(untimed, 6);  // three passes of each shape
   EXPECT_EQ(timed, 3);
+}
+
+// The deterministic setting chooses untimed even with the benchmark setting on (timed choices can differ between
+// runs, and different algorithms sum in different orders).
+TEST_F(GpuTest, Conv2dDeterministicChoosesUntimed) {
+  std::mt19937 rng(41);
+  const ConvProblem<float> conv({"deterministic_untimed", 2, 6, 10, 8, 5, 3, 3}, rng);
+  cuda::set_cudnn_benchmark(true);
+  set_deterministic(true);
+  check_conv(conv, full_precision<float>());
+  set_deterministic(false);
+  int untimed = 0;
+  for (const std::string& line : cuda::conv2d_algorithm_choices()) {
+    if (line.find("input 2x6x10x8, weight 5x6x3x3") == std::string::npos) continue;
+    EXPECT_NE(line.find("untimed (benchmark off or deterministic)"), std::string::npos) << line;
+    EXPECT_NE(line.find("chosen untimed"), std::string::npos) << line;
+    ++untimed;
+  }
+  EXPECT_EQ(untimed, 3);  // forward, input gradient, weight gradient
 }
 
 TEST_F(GpuTest, Conv2dRejectsInvalidParams) {

@@ -128,7 +128,8 @@ std::vector<std::string> conv2d_algorithm_choices();
 
 }  // namespace cuda
 
-/// Only deterministic algorithms (cuDNN, atomics-free reductions): same seed, bitwise-identical results.
+/// Only deterministic algorithms (cuDNN, atomics-free reductions), chosen without timing them (cudnn_benchmark()
+/// is then ignored: a timed choice can differ between runs): same seed, bitwise-identical results.
 void set_deterministic(bool enabled);
 bool deterministic();
 

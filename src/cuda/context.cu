@@ -135,6 +135,14 @@ DeviceContext& context() {
 
 cudaStream_t stream() { return context().stream; }
 
+bool stream_is_capturing() {
+  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
+  MINIDL_CUDA_CHECK(cudaStreamIsCapturing(stream(), &status));
+  return status != cudaStreamCaptureStatusNone;
+}
+
+bool timed_algorithm_search() { return cuda::cudnn_benchmark() && !deterministic(); }
+
 cublasHandle_t cublas() {
   DeviceContext& c = context();
   if (!c.cublas) {

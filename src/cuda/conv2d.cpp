@@ -72,7 +72,7 @@ class ConvolutionDescriptor {
 };
 
 /// What besides the shape decides the algorithm: data type, math type (TF32 allowed or FMA only), whether
-/// nondeterministic algorithms are excluded, and whether candidates are timed (cuda::cudnn_benchmark()).
+/// nondeterministic algorithms are excluded, and whether candidates are timed (timed_algorithm_search()).
 struct Settings {
   cudnnDataType_t type;
   cudnnMathType_t math;
@@ -88,7 +88,7 @@ Settings current_settings() {
   const bool is_float = std::is_same<T, float>::value;
   const cudnnMathType_t math = !is_float ? CUDNN_DEFAULT_MATH
                                : cuda::allow_tf32_conv() ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
-  return {cudnn_type<T>::value, math, deterministic(), cuda::cudnn_benchmark()};
+  return {cudnn_type<T>::value, math, deterministic(), timed_algorithm_search()};
 }
 
 std::string describe(const Conv2dParams& p) {
@@ -154,12 +154,6 @@ Key make_key(const Conv2dParams& p, const Settings& s) {
   return {p.N, p.C, p.H, p.W, p.K, p.R, p.S, p.stride_h, p.stride_w, p.pad_h, p.pad_w, p.dil_h, p.dil_w, p.groups,
           static_cast<std::int64_t>(s.type), static_cast<std::int64_t>(s.math), s.deterministic ? 1 : 0,
           s.benchmark ? 1 : 0, current_device()};
-}
-
-bool stream_is_capturing() {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  MINIDL_CUDA_CHECK(cudaStreamIsCapturing(stream(), &status));
-  return status != cudaStreamCaptureStatusNone;
 }
 
 /// Whether the search may run candidates to time them: not with the benchmark setting off, and not during graph
@@ -299,7 +293,9 @@ std::string describe_choice(const Algorithm& a) {
                   : a.impl == Impl::kImplicitGemm ? std::string("minidl implicit-GEMM kernel (TF32)")
                   : a.impl == Impl::kStaged       ? detail::str("minidl staged kernel (TF32, ", a.bands, " bands)")
                                                   : std::string("minidl direct kernel");
-  if (a.time_ms <= 0) return s + ", chosen untimed (cuDNN benchmark off, or first seen during graph capture)";
+  if (a.time_ms <= 0) {
+    return s + ", chosen untimed (cuDNN benchmark off, deterministic, or first seen during graph capture)";
+  }
   s += detail::str(", ", a.time_ms, " ms");
   if (a.impl != Impl::kCudnn) s += detail::str(" (cuDNN's best: algorithm ", a.algo, ", ", a.cudnn_ms, " ms)");
   return s;
@@ -525,7 +521,7 @@ std::vector<std::string> conv2d_algorithm_choices() {
                     key[9], "x", key[10], ", dilation ", key[11], "x", key[12], ", groups ", key[13],
                     key[14] == CUDNN_DATA_DOUBLE ? ", double" : ", float",
                     key[15] == CUDNN_TENSOR_OP_MATH ? ", TF32 allowed" : "", key[16] ? ", deterministic" : "",
-                    key[17] ? "" : ", cuDNN benchmark off");
+                    key[17] ? "" : ", untimed (benchmark off or deterministic)");
     for (int pass = 0; pass < gpu::kNumPasses; ++pass) {
       if (plan->chosen[pass]) lines.push_back(detail::str(gpu::kPassNames[pass], ", ", shape, ": ",
                                                           gpu::describe_choice(plan->algo[pass])));

@@ -7,13 +7,14 @@
 // each on the real buffers and keeps the fastest; later calls only launch it.
 //
 // A plan is keyed by the shape (batch, m, n, k, transposes), the compute type (TF32 or full FP32), whether
-// candidates may be timed (cuda::cudnn_benchmark(), the switch the convolutions use: each setting keeps its own
+// candidates may be timed (timed_algorithm_search(), the rule the convolutions use: each setting keeps its own
 // choices), the alignment of the three pointers (the heuristic only offers algorithms the buffers' alignment
 // allows, and views such as a data loader's batch rows start anywhere), and the device. With the benchmark
 // setting off, or during CUDA-graph capture (where nothing runs, so nothing can be timed), the heuristic's first
 // algorithm is taken and kept: run one step eagerly before capturing to get the measured choice.
 //
-// The deterministic setting needs no filter here: cuBLAS documents every routine as bitwise reproducible from
+// The deterministic setting needs no filter here beyond choosing untimed (a timed choice may differ between
+// runs): cuBLAS documents every routine as bitwise reproducible from
 // run to run on one stream (its "Results reproducibility" section; cublasLtMatmul given its own workspace, as
 // here), and no cuBLASLt split-K reduction scheme adds with atomics: INPLACE orders the parts with counters
 // ("to guarantee the sequentiality", cublasLt.h), COMPUTE_TYPE and OUTPUT_TYPE reduce in a separate pass.
@@ -107,7 +108,8 @@ std::string describe(const Problem& p) {
   return detail::str("matmul batch ", p.batch, ", ", p.m, "x", p.k, (p.ta ? " (a transposed)" : ""), " times ", p.k,
                      "x", p.n, (p.tb ? " (b transposed)" : ""), ", float32",
                      p.compute == CUBLAS_COMPUTE_32F_FAST_TF32 ? ", TF32 allowed" : "", ", alignment ", p.align_a,
-                     "/", p.align_b, "/", p.align_out, " bytes", p.benchmark ? "" : ", benchmark off");
+                     "/", p.align_b, "/", p.align_out, " bytes",
+                     p.benchmark ? "" : ", untimed (benchmark off or deterministic)");
 }
 
 /// Descriptors of one problem, created once, and its chosen algorithm.
@@ -141,12 +143,6 @@ cublasStatus_t run(const Plan& pl, const cublasLtMatmulAlgo_t& algo, void* works
   const float one = 1.f, zero = 0.f;
   return cublasLtMatmul(cublaslt(), pl.desc.get(), &one, b, pl.lt_a.get(), a, pl.lt_b.get(), &zero, out,
                         pl.lt_c.get(), out, pl.lt_c.get(), &algo, workspace, workspace_bytes, stream());
-}
-
-bool stream_is_capturing() {
-  cudaStreamCaptureStatus status = cudaStreamCaptureStatusNone;
-  MINIDL_CUDA_CHECK(cudaStreamIsCapturing(stream(), &status));
-  return status != cudaStreamCaptureStatusNone;
 }
 
 /// cuBLASLt's candidates for the problem, best first by its own estimate, each within the workspace cap.
@@ -251,7 +247,7 @@ std::string describe_choice(const Plan& pl) {
       algo_config<std::uint32_t>(pl.algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME), "), workspace ", pl.workspace_bytes,
       " bytes");
   if (pl.time_ms <= 0) {
-    return s + ", chosen untimed (benchmark off, or first seen during graph capture) from " +
+    return s + ", chosen untimed (benchmark off, deterministic, or first seen during graph capture) from " +
            std::to_string(pl.candidates) + " candidates";
   }
   const std::string first = pl.heuristic_ms < 0 ? "failed to run" : detail::str(pl.heuristic_ms, " ms");
@@ -268,7 +264,7 @@ void lt_matmul(const float* a, const float* b, float* out, std::int64_t batch, s
   }
   const Problem p{batch, m, n, k, ta, tb,
                   cuda::allow_tf32_matmul() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
-                  cuda::cudnn_benchmark(), alignment(a), alignment(b), alignment(out)};
+                  timed_algorithm_search(), alignment(a), alignment(b), alignment(out)};
   const Plan* plan = nullptr;
   {
     PlanCache& cache = plan_cache();

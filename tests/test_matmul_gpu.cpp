@@ -277,6 +277,20 @@ TEST(MatmulGpu, LongKProductsMatchReferenceAndRepeat) {
   }
 }
 
+/// Runs the product `c` (a shape no other test uses), checks every element, and expects its plan (the choice line
+/// starting with `shape_prefix`) to have been chosen untimed.
+void expect_untimed_choice(const Case& c, const std::string& shape_prefix) {
+  const Product p = make_product(c);
+  expect_matches(run_gpu(c, p.a.cuda(), p.b.cuda()), p, kFp32SumRtol, describe(c));
+#if MINIDL_CUDA_ENABLED
+  const std::string line = choice_line(shape_prefix);
+  EXPECT_NE(line.find("chosen untimed"), std::string::npos) << line;
+  EXPECT_NE(line.find("untimed (benchmark off or deterministic)"), std::string::npos) << line;
+#else
+  (void)shape_prefix;
+#endif
+}
+
 // The deterministic setting chooses untimed even with the benchmark setting on: a timed choice follows the GPU's
 // speed of the moment, and two runs that chose differently would sum differently.
 TEST(MatmulGpu, DeterministicChoosesUntimed) {
@@ -285,14 +299,7 @@ TEST(MatmulGpu, DeterministicChoosesUntimed) {
   cuda::set_cudnn_benchmark(true);
   set_deterministic(true);
   set_tf32_matmul(false);
-  const Case c{3, 37, 29, 611, false, true};  // a shape no other test uses
-  const Product p = make_product(c);
-  expect_matches(run_gpu(c, p.a.cuda(), p.b.cuda()), p, kFp32SumRtol, describe(c));
-#if MINIDL_CUDA_ENABLED
-  const std::string line = choice_line("matmul batch 3, 37x611 times 611x29 (b transposed)");
-  EXPECT_NE(line.find("untimed (benchmark off or deterministic)"), std::string::npos) << line;
-  EXPECT_NE(line.find("chosen untimed"), std::string::npos) << line;
-#endif
+  expect_untimed_choice({3, 37, 29, 611, false, true}, "matmul batch 3, 37x611 times 611x29 (b transposed)");
 }
 
 TEST(MatmulGpu, BenchmarkOffTakesTheHeuristicsFirstChoice) {
@@ -300,13 +307,8 @@ TEST(MatmulGpu, BenchmarkOffTakesTheHeuristicsFirstChoice) {
   SettingsGuard settings;
   cuda::set_cudnn_benchmark(false);
   set_tf32_matmul(false);
-  const Case c{2, 41, 23, 517, true, true};  // a shape no other test uses
-  const Product p = make_product(c);
-  expect_matches(run_gpu(c, p.a.cuda(), p.b.cuda()), p, kFp32SumRtol, describe(c));
-#if MINIDL_CUDA_ENABLED
-  const std::string line = choice_line("matmul batch 2, 41x517 (a transposed) times 517x23 (b transposed)");
-  EXPECT_NE(line.find("chosen untimed"), std::string::npos) << line;
-#endif
+  expect_untimed_choice({2, 41, 23, 517, true, true},
+                        "matmul batch 2, 41x517 (a transposed) times 517x23 (b transposed)");
 }
 
 // A shape first seen while the stream is captured cannot be timed (timing synchronises); it must take the

@@ -156,8 +156,8 @@ Key make_key(const Conv2dParams& p, const Settings& s) {
           s.benchmark ? 1 : 0, current_device()};
 }
 
-/// Whether the search may run candidates to time them: not with the benchmark setting off, and not during graph
-/// capture, where nothing runs.
+/// Whether the search may run candidates to time them: not with the benchmark setting off or in deterministic
+/// mode (timed_algorithm_search()), and not during graph capture, where nothing runs.
 bool may_time(const Settings& s) { return s.benchmark && !stream_is_capturing(); }
 
 // cuDNN's list of nondeterministic algorithms (they accumulate with atomics).

@@ -10,14 +10,15 @@
 // candidates may be timed (timed_algorithm_search(), the rule the convolutions use: each setting keeps its own
 // choices), the alignment of the three pointers (the heuristic only offers algorithms the buffers' alignment
 // allows, and views such as a data loader's batch rows start anywhere), and the device. With the benchmark
-// setting off, or during CUDA-graph capture (where nothing runs, so nothing can be timed), the heuristic's first
-// algorithm is taken and kept: run one step eagerly before capturing to get the measured choice.
+// setting off, in deterministic mode, or during CUDA-graph capture (where nothing runs, so nothing can be timed),
+// the heuristic's first algorithm is taken and kept: run one step eagerly before capturing to get the measured
+// choice.
 //
 // The deterministic setting needs no filter here beyond choosing untimed (a timed choice may differ between
-// runs): cuBLAS documents every routine as bitwise reproducible from
-// run to run on one stream (its "Results reproducibility" section; cublasLtMatmul given its own workspace, as
-// here), and no cuBLASLt split-K reduction scheme adds with atomics: INPLACE orders the parts with counters
-// ("to guarantee the sequentiality", cublasLt.h), COMPUTE_TYPE and OUTPUT_TYPE reduce in a separate pass.
+// runs): cuBLAS documents every routine as bitwise reproducible from run to run on one stream (its "Results
+// reproducibility" section; cublasLtMatmul given its own workspace, as here), and no cuBLASLt split-K reduction
+// scheme adds with atomics: INPLACE orders the parts with counters ("to guarantee the sequentiality",
+// cublasLt.h), COMPUTE_TYPE and OUTPUT_TYPE reduce in a separate pass.
 #include "cuda/matmul.h"
 
 #include <algorithm>

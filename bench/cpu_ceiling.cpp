@@ -3,7 +3,7 @@
 // between them, for --seconds; the table gives per-thread rates (min / median / max) and their total.
 //
 //   fma     register-resident fused multiply-adds (16-lane vectors, 16 independent chains): the arithmetic peak
-//   gemm    cpu::gemm of conv2's forward product (64 x 576 x 288, as minidl's im2col path runs it per image),
+//   gemm    cpu::gemm of conv2's forward product as one GEMM per image (64 x 576 x 288, without Winograd),
 //           operands in the thread's cache: what a compute-bound kernel of the training step can reach
 //   stream  y += a * x over 2 x 32 MB per thread: memory bandwidth
 //

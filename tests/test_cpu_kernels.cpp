@@ -237,7 +237,7 @@ TYPED_TEST(CpuKernels, Conv2dBackwardWeightOnAnyThreadCount) {
 }
 
 // With few images per thread Winograd's items are cut into bands of tile rows (cpu::parts_per_item): on 3 and 16
-// threads these cases take two to four bands (a last band of odd height; a second band still inside the top
+// threads these cases take two or three bands (a last band of odd height; a second band still inside the top
 // padding; a band wholly below the input), on one thread none. Every tile is computed as without bands, so the
 // outputs are bitwise those of one thread, which match the reference.
 TYPED_TEST(CpuKernels, WinogradBandsGiveTheUnbandedOutputs) {

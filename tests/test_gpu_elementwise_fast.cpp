@@ -1,6 +1,6 @@
-// The fast paths of the GPU's memory-bound kernels (src/cuda/basic_kernels.cu). Elementwise ops and dropout move
-// 16-byte packs when every pointer is 16-byte aligned and go element by element otherwise, so each op runs on
-// fresh (aligned) tensors and on views one element into their storage (misaligned), and must give the CPU's
+// The fast paths of the GPU's memory-bound kernels (src/cuda/elementwise.cu, dropout.cu, reduce.cu). Elementwise ops
+// and dropout move 16-byte packs when every pointer is 16-byte aligned and go element by element otherwise, so each op
+// runs on fresh (aligned) tensors and on views one element into their storage (misaligned), and must give the CPU's
 // results for every element and bitwise the same values on both paths; sizes leave tails of 0 to 3 elements.
 // Also: in-place ops writing through misaligned views (neighbouring elements untouched), dropout's masks against
 // rand(), the cross-entropy kernels (sub-warps of 1 to 32 lanes per sample) against the CPU, their run-to-run

@@ -35,6 +35,8 @@
 #include "cuda/context.h"
 #include "cuda/per_device.h"
 #include "cuda/timing.h"
+#include "kernels/backend.h"
+#include "kernels/dispatch_types.h"
 #include "minidl/cuda.h"
 
 namespace minidl {
@@ -280,6 +282,32 @@ void lt_matmul(const float* a, const float* b, float* out, std::int64_t batch, s
   }
   const Workspace ws(plan->workspace_bytes, "the cuBLASLt workspace");
   MINIDL_CUBLAS_CHECK(run(*plan, plan->algo, ws.get(), plan->workspace_bytes, a, b, out));
+}
+
+// The backend's matmul entry (see kernels/backend.h): float32 through lt_matmul, float64 through cuBLAS.
+namespace {
+using i64 = std::int64_t;
+}  // namespace
+
+void matmul(const Tensor& a, const Tensor& b, Tensor& out, i64 batch, i64 m, i64 n, i64 k, bool ta, bool tb) {
+  if (out.numel() == 0) return;
+  // cuBLAS takes sizes and leading dimensions as int (the batch strides are 64-bit).
+  for (const auto& [name, v] : {std::pair<const char*, i64>{"batch", batch}, {"m", m}, {"n", n}, {"k", k}}) {
+    MINIDL_CHECK(v <= std::numeric_limits<int>::max(), ValueError, "matmul: ", name, " = ", v,
+                 " exceeds cuBLAS's limit of ", std::numeric_limits<int>::max(), " (shapes ", shape_str(a.sizes()),
+                 " and ", shape_str(b.sizes()), ")");
+  }
+  // float32 goes through cuBLASLt with an algorithm timed per shape (matmul.cu).
+  if (out.dtype() == kFloat32) {
+    return lt_matmul(a.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(), batch, m, n, k, ta, tb);
+  }
+  // Row-major C = op(A)·op(B) is column-major C^T = op(B)^T·op(A)^T: swap the operands, keep the flags.
+  const cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int ldb = static_cast<int>(tb ? k : n), lda = static_cast<int>(ta ? m : k), ldc = static_cast<int>(n);
+  const double alpha = 1.0, beta = 0.0;
+  MINIDL_CUBLAS_CHECK(cublasDgemmStridedBatched(cublas(), opb, opa, (int)n, (int)m, (int)k, &alpha, b.data_ptr<double>(),
+                                                ldb, k * n, a.data_ptr<double>(), lda, m * k, &beta,
+                                                out.data_ptr<double>(), ldc, m * n, (int)batch));
 }
 
 std::vector<std::string> matmul_algorithm_choices() {

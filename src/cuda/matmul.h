@@ -1,6 +1,6 @@
 #pragma once
 // float32 matrix products through cuBLASLt with an algorithm chosen once per shape (see matmul.cu). gpu::matmul
-// (basic_kernels.cu) checks the sizes and calls this for float32 tensors.
+// (matmul.cu's backend entry) checks the sizes and calls this for float32 tensors.
 #include <cublasLt.h>
 
 #include <cstdint>

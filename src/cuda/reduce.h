@@ -1,6 +1,6 @@
 #pragma once
 // Sums other GPU code calls on raw device pointers, with the sum op's deterministic reduction kernels
-// (basic_kernels.cu): fixed chunks and a fixed order, so results are bitwise reproducible.
+// (reduce.cu): fixed chunks and a fixed order, so results are bitwise reproducible.
 #include <cstdint>
 
 namespace minidl {

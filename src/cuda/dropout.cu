@@ -1,0 +1,47 @@
+// CUDA dropout (see kernels/backend.h): the Philox draws of uniform() (random.cuh), the DropoutMask rule and
+// the multiply in one kernel, on gpu::stream().
+#include "cuda/random.cuh"
+#include "kernels/backend.h"
+#include "kernels/dispatch_types.h"
+
+namespace minidl {
+namespace gpu {
+namespace {
+
+template <class T> struct StoreDropout {
+  const T* x;
+  T* out;
+  T* mask;
+  kernels::DropoutMask<T> rule;
+  bool packed;
+  __device__ void operator()(i64 g, const Pack<T>& r, int m) const {
+    const bool whole = packed && m == Pack<T>::size;
+    const Pack<T> xs = load_group(x, g, m, whole);  // before the stores: out may be x
+    Pack<T> ms, ys;
+#pragma unroll
+    for (int j = 0; j < Pack<T>::size; ++j) {
+      ms.v[j] = rule(r.v[j]);
+      ys.v[j] = xs.v[j] * ms.v[j];
+    }
+    store_group(mask, g, ms, m, whole);
+    store_group(out, g, ys, m, whole);
+  }
+};
+
+}  // namespace
+
+// One kernel instead of uniform + DropoutMask + multiply: the same draws, so the same masks as those three.
+void dropout(const Tensor& x, double p, Tensor& out, Tensor& mask) {
+  if (x.numel() == 0) return;
+  kernels::dispatch_floating(x.dtype(), "dropout", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    const T* xs = x.data_ptr<T>();
+    T* ys = out.data_ptr<T>();
+    T* ms = mask.data_ptr<T>();
+    const bool packed = is_aligned(xs, 16) && is_aligned(ys, 16) && is_aligned(ms, 16);
+    launch_random<T>(x.numel(), false, 0.0, 1.0, StoreDropout<T>{xs, ys, ms, {static_cast<T>(p)}, packed});
+  });
+}
+
+}  // namespace gpu
+}  // namespace minidl

@@ -71,7 +71,7 @@ std::shared_ptr<nn::Module> make_net(const Arch& a = {}) {
 void randomize(nn::Module& m) {
   NoGradGuard no_grad;
   for (auto& [name, t] : io::state_dict(m)) {
-    if (is_floating(t.dtype())) {
+    if (is_floating_point(t.dtype())) {
       t.copy_(uniform(t.sizes(), 0.1, 2.0, TensorOptions(t.dtype())));
     } else {
       t.fill_(std::floor(rand({}, kFloat64).item<double>() * 1000.0) + 1.0);

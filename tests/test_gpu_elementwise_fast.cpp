@@ -67,7 +67,7 @@ void expect_same_bits(const Tensor& a, const Tensor& b, const std::string& what)
   ASSERT_EQ(a.numel(), b.numel()) << what;
   ASSERT_EQ(a.dtype(), b.dtype()) << what;
   const Tensor ca = a.detach().cpu(), cb = b.detach().cpu();
-  const std::size_t bytes = dtype_size(a.dtype());
+  const std::size_t bytes = element_size(a.dtype());
   const auto* pa = static_cast<const unsigned char*>(ca.data_ptr());
   const auto* pb = static_cast<const unsigned char*>(cb.data_ptr());
   for (std::int64_t i = 0; i < a.numel(); ++i) {

@@ -80,7 +80,7 @@ void compare_fn(const std::string& what, const Fn& fn, const std::vector<Tensor>
     const bool grad = t.requires_grad();
     cpu_in.push_back(grad ? leaf_on(t, Device(kCPU)) : t);
     gpu_in.push_back(grad ? leaf_on(t, kGpu) : t.to(kGpu));
-    mag_in.push_back(grad ? abs_leaf(t) : (is_floating(t.dtype()) ? abs(t.to(kFloat64)) : t));
+    mag_in.push_back(grad ? abs_leaf(t) : (is_floating_point(t.dtype()) ? abs(t.to(kFloat64)) : t));
   }
   const Tensor y_cpu = fn(cpu_in), y_gpu = fn(gpu_in);
   Tensor y_mag;

@@ -47,7 +47,7 @@ inline bool gpu_available() { return cuda::is_available(); }
 /// mid-allocation, as a DDP bucket's gradient views and a batch's rows may.
 inline Tensor storage_view(const Tensor& t, std::int64_t skip, const Shape& shape) {
   const TensorImpl* i = t.unsafe_impl();
-  const std::size_t offset = i->byte_offset + static_cast<std::size_t>(skip) * dtype_size(i->dtype);
+  const std::size_t offset = i->byte_offset + static_cast<std::size_t>(skip) * element_size(i->dtype);
   return Tensor(std::make_shared<TensorImpl>(i->storage, offset, shape, i->dtype));
 }
 

@@ -1,6 +1,7 @@
 #pragma once
-// Tensor: a reference-counted handle to a contiguous, row-major block of memory on one device, with the
-// autograd metadata that lets it take part in a backward pass. Copies of a Tensor share the same data.
+// Tensor: a reference-counted handle to a strided view of a block of memory (its storage) on one device, with the
+// autograd metadata that lets it take part in a backward pass. Copies of a Tensor share the same data; views
+// (transpose, narrow, select, expand, ...) share the storage with other geometry, as in PyTorch.
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
@@ -12,6 +13,7 @@
 #include "minidl/device.h"
 #include "minidl/dtype.h"
 #include "minidl/errors.h"
+#include "minidl/scalar.h"
 
 namespace minidl {
 
@@ -39,9 +41,25 @@ class Tensor {
   DType scalar_type() const { return dtype(); }
   Device device() const;
   bool is_cuda() const { return device().is_cuda(); }
+  bool is_cpu() const { return device().is_cpu(); }
+  bool is_floating_point() const { return minidl::is_floating_point(dtype()); }
+  std::size_t element_size() const { return minidl::element_size(dtype()); }
+  /// numel() * element_size(): the bytes of the elements (a view's storage may hold more).
   std::size_t nbytes() const;
 
-  // Raw data of this tensor (already offset for views). The pointer is a device pointer for CUDA tensors.
+  // Geometry: strides in elements; the offset of element [0, ..., 0] into the storage, in elements.
+  const Shape& strides() const;
+  std::int64_t stride(std::int64_t dim) const;
+  std::int64_t storage_offset() const;
+  /// Row-major without gaps (PyTorch's rule: dims of size 1 and tensors without elements don't count).
+  bool is_contiguous() const;
+  /// This tensor when contiguous, else a contiguous copy (differentiable).
+  Tensor contiguous() const;
+  /// True for a tensor made by a view op (shares another tensor's storage).
+  bool is_view() const;
+
+  // Raw data of this tensor: the address of element [0, ..., 0] (already offset for views). The pointer is a
+  // device pointer for CUDA tensors.
   void* data_ptr() const;
   template <class T> T* data_ptr() const;
 
@@ -55,15 +73,22 @@ class Tensor {
   template <class T> std::vector<T> to_vector() const;
   template <class T> T item() const;
 
-  // Shape views (share storage; differentiable).
+  // Views (share storage, never copy; differentiable). See ops.h for the rules of each.
+  Tensor view(const Shape& shape) const;
   Tensor reshape(const Shape& shape) const;
-  Tensor view(const Shape& shape) const { return reshape(shape); }
   Tensor flatten(std::int64_t start_dim = 0, std::int64_t end_dim = -1) const;
   Tensor unsqueeze(std::int64_t dim) const;
+  Tensor squeeze() const;
   Tensor squeeze(std::int64_t dim) const;
-  /// Swaps two dimensions (materialises a contiguous copy).
   Tensor transpose(std::int64_t dim0, std::int64_t dim1) const;
-  Tensor t() const { return transpose(0, 1); }
+  Tensor t() const;
+  Tensor permute(const std::vector<std::int64_t>& dims) const;
+  Tensor narrow(std::int64_t dim, std::int64_t start, std::int64_t length) const;
+  Tensor slice(std::int64_t dim = 0, std::int64_t start = 0, std::int64_t end = INT64_MAX, std::int64_t step = 1) const;
+  Tensor select(std::int64_t dim, std::int64_t index) const;
+  Tensor expand(const Shape& sizes) const;
+  Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
+  Tensor as_strided(const Shape& sizes, const Shape& strides, std::int64_t storage_offset) const;
 
   // Reductions (differentiable except argmax).
   Tensor sum() const;
@@ -86,13 +111,14 @@ class Tensor {
   Tensor matmul(const Tensor& other) const;
 
   // In-place ops. They bump the version counter, so a saved tensor changed before backward is detected.
+  // Results are computed in the promoted dtype and must be castable to self's (can_cast in ops.h).
   Tensor& zero_();
-  Tensor& fill_(double value);
+  Tensor& fill_(const Scalar& value);
+  /// Writes src (broadcast to self's shape, converted to self's dtype and device) into self.
   Tensor& copy_(const Tensor& src);
-  Tensor& add_(const Tensor& other, double alpha = 1.0);
-  Tensor& mul_(double value);
-  /// Adds a scalar in place (also for int64 tensors, e.g. step counters).
-  Tensor& add_(double value);
+  Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& mul_(const Scalar& value);
+  Tensor& add_(const Scalar& value);
 
   // Autograd.
   bool requires_grad() const;
@@ -147,7 +173,7 @@ struct TensorOptions {
 Tensor empty(const Shape& shape, TensorOptions options = {});
 Tensor zeros(const Shape& shape, TensorOptions options = {});
 Tensor ones(const Shape& shape, TensorOptions options = {});
-Tensor full(const Shape& shape, double value, TensorOptions options = {});
+Tensor full(const Shape& shape, const Scalar& value, TensorOptions options = {});
 Tensor zeros_like(const Tensor& t);
 Tensor ones_like(const Tensor& t);
 Tensor empty_like(const Tensor& t);

@@ -33,7 +33,7 @@ NonFinite scan(const T* p, std::int64_t n) {
 }
 
 NonFinite find_non_finite(const Tensor& t) {
-  if (!t.defined() || !is_floating(t.dtype()) || t.numel() == 0) return {};
+  if (!t.defined() || !is_floating_point(t.dtype()) || t.numel() == 0) return {};
   MINIDL_CHECK(!cuda::is_capturing(), AutogradError,
                "detect_anomaly: cannot read a tensor back while a CUDA graph is being captured; turn anomaly "
                "detection off (set_detect_anomaly(false)) around the capture");

@@ -125,7 +125,7 @@ Tensor& Tensor::requires_grad_(bool r) {
   MINIDL_CHECK(defined(), ValueError, "requires_grad_: called on an undefined tensor");
   MINIDL_CHECK(is_leaf(), AutogradError, "requires_grad_: you can only change requires_grad flags of leaf tensors "
                "(this one was produced by ", grad_fn()->name(), "); use detach() first");
-  MINIDL_CHECK(!r || is_floating(dtype()), TypeError, "requires_grad_: only floating tensors can require gradients, "
+  MINIDL_CHECK(!r || minidl::is_floating_point(dtype()), TypeError, "requires_grad_: only floating tensors can require gradients, "
                "this one is ", dtype());
   unsafe_impl()->requires_grad = r;
   return *this;
@@ -145,7 +145,7 @@ void Tensor::backward(const Tensor& gradient, bool retain_graph) const {
 Tensor Tensor::detach() const {
   MINIDL_CHECK(defined(), ValueError, "detach: called on an undefined tensor");
   const TensorImpl* i = unsafe_impl();
-  return Tensor(std::make_shared<TensorImpl>(i->storage, i->byte_offset, i->shape, i->dtype));
+  return Tensor(std::make_shared<TensorImpl>(i->storage, i->byte_offset, i->shape, i->strides, i->dtype));
 }
 
 std::uint64_t Tensor::register_post_accumulate_grad_hook(std::function<void(const Tensor&)> hook) const {

@@ -19,7 +19,7 @@ void bump_version(const Tensor& t) { t.unsafe_impl()->storage->version.fetch_add
 InplaceRecord::InplaceRecord(const Tensor& self, const char* op, const char* node, std::vector<Tensor> others)
     : node_(node) {
   // Integer results carry no gradient (as PyTorch treats non-differentiable outputs).
-  if (!grad_mode_enabled() || !is_floating(self.dtype())) return;
+  if (!grad_mode_enabled() || !is_floating_point(self.dtype())) return;
   bool any = self.requires_grad();
   for (const Tensor& t : others) any = any || (t.defined() && t.requires_grad());
   if (!any) return;

@@ -22,6 +22,12 @@ std::vector<Tensor> FunctionNode::apply(const Tensor& grad_output) {
   MINIDL_CHECK(fn_ != nullptr, AutogradError, "Trying to backward through the graph a second time (", name_,
                " has already freed its saved tensors); specify retain_graph=true on the first backward call "
                "if you need to backward twice");
+  // Backward rules may hand a gradient to kernels that read contiguous memory; a view's backward (permute,
+  // expand) can produce a strided one, so this is the one place that makes it contiguous.
+  if (!grad_output.is_contiguous()) {
+    const Tensor dense = grad_output.contiguous();
+    return fn_(dense);
+  }
   return fn_(grad_output);
 }
 
@@ -30,7 +36,7 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad) {
   if (!slot.defined()) {
     // Keep the incoming buffer unless someone else still holds it (then in-place accumulation later would
     // change their tensor too).
-    slot = grad.unsafe_impl()->storage.use_count() > 1 ? grad.clone() : grad;
+    slot = grad.unsafe_impl()->storage.use_count() > 1 || !grad.is_contiguous() ? grad.clone() : grad;
   } else {
     slot.add_(grad);  // in place: a persistent grad buffer stays at one address (CUDA graphs rely on it)
   }

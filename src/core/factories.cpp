@@ -21,14 +21,14 @@ Tensor empty(const Shape& shape, TensorOptions o) {
   const std::int64_t n = shape_numel(shape);
   MINIDL_CHECK(static_cast<std::uint64_t>(n) <= std::numeric_limits<std::uint64_t>::max() / 8, ValueError, "empty: shape ",
                shape_str(shape), " is too large");
-  auto storage = std::make_shared<Storage>(static_cast<std::size_t>(n) * dtype_size(o.dtype_), o.device_);
+  auto storage = std::make_shared<Storage>(static_cast<std::size_t>(n) * element_size(o.dtype_), o.device_);
   return finish(Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, shape, o.dtype_)), o);
 }
 
-Tensor full(const Shape& shape, double value, TensorOptions o) {
+Tensor full(const Shape& shape, const Scalar& value, TensorOptions o) {
   const bool rg = o.requires_grad_;
   Tensor t = empty(shape, o.requires_grad(false));
-  MINIDL_ON_BACKEND(t.device(), fill(t, value));
+  MINIDL_ON_BACKEND(t.device(), fill(t, value.to_double()));
   return finish(t, o.requires_grad(rg));
 }
 

@@ -1,4 +1,7 @@
 #include "core/tensor_impl.h"
+
+#include <algorithm>
+
 #include "cpu/host_allocator.h"
 #include "kernels/backend.h"
 #if MINIDL_CUDA_ENABLED
@@ -38,7 +41,43 @@ Storage::~Storage() {
 #endif
 }
 
+Shape contiguous_strides(const Shape& shape) {
+  Shape strides(shape.size());
+  std::int64_t s = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    strides[i] = s;
+    s *= std::max<std::int64_t>(shape[i], 1);
+  }
+  return strides;
+}
+
+bool strides_are_contiguous(const Shape& shape, const Shape& strides) {
+  std::int64_t expected = 1;
+  for (std::size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 0) return true;
+    if (shape[i] == 1) continue;
+    if (strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
 TensorImpl::TensorImpl(std::shared_ptr<Storage> s, std::size_t offset, Shape sh, DType dt)
-    : storage(std::move(s)), byte_offset(offset), shape(std::move(sh)), dtype(dt), numel(shape_numel(shape)) {}
+    : storage(std::move(s)),
+      byte_offset(offset),
+      shape(std::move(sh)),
+      strides(contiguous_strides(shape)),
+      dtype(dt),
+      numel(shape_numel(shape)),
+      contiguous(true) {}
+
+TensorImpl::TensorImpl(std::shared_ptr<Storage> s, std::size_t offset, Shape sh, Shape st, DType dt)
+    : storage(std::move(s)),
+      byte_offset(offset),
+      shape(std::move(sh)),
+      strides(std::move(st)),
+      dtype(dt),
+      numel(shape_numel(shape)),
+      contiguous(strides_are_contiguous(shape, strides)) {}
 
 }  // namespace minidl

@@ -1,6 +1,7 @@
 #pragma once
-// What a Tensor handle points to: a shared Storage (the bytes), this tensor's shape, dtype and byte offset
-// into the storage (views share storage), and its autograd metadata.
+// What a Tensor handle points to: a shared Storage (the bytes), this tensor's geometry in it (sizes, strides
+// in elements, the byte offset of element [0, ..., 0]) and dtype, and its autograd metadata. Views share the
+// storage and differ in geometry; a contiguous tensor has row-major strides.
 #include <atomic>
 #include <cstddef>
 #include <cstdint>
@@ -34,15 +35,27 @@ class Storage {
   Device device_;
 };
 
+/// Row-major strides of a contiguous tensor of `shape` (size-1 dims get the stride they would have anyway).
+Shape contiguous_strides(const Shape& shape);
+/// True when a tensor of `shape` and `strides` visits its elements in row-major order without gaps (dims of
+/// size 1 may have any stride; a tensor without elements is contiguous), as PyTorch's is_contiguous().
+bool strides_are_contiguous(const Shape& shape, const Shape& strides);
+
 class TensorImpl {
  public:
+  /// A contiguous tensor of `shape` starting at `byte_offset`.
   TensorImpl(std::shared_ptr<Storage> storage, std::size_t byte_offset, Shape shape, DType dtype);
+  /// A tensor with any strides (a view).
+  TensorImpl(std::shared_ptr<Storage> storage, std::size_t byte_offset, Shape shape, Shape strides, DType dtype);
 
   std::shared_ptr<Storage> storage;
   std::size_t byte_offset;
   Shape shape;
+  Shape strides;  // in elements, one per dim
   DType dtype;
   std::int64_t numel;
+  bool contiguous;  // strides_are_contiguous(shape, strides), kept in step by the constructors
+  std::shared_ptr<TensorImpl> view_base;  // for a view: the tensor whose storage it views (null otherwise)
 
   // autograd
   bool requires_grad = false;                        // set on leaves by requires_grad_()

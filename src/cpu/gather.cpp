@@ -12,7 +12,7 @@ void index_select(const Tensor& src, const Tensor& index, Tensor& out, std::int6
                   std::int64_t inner) {
   const std::int64_t k = index.numel();
   const std::int64_t* idx = index.data_ptr<std::int64_t>();
-  const std::size_t row_bytes = static_cast<std::size_t>(inner) * dtype_size(src.dtype());
+  const std::size_t row_bytes = static_cast<std::size_t>(inner) * element_size(src.dtype());
   const char* s = static_cast<const char*>(src.data_ptr());
   char* o = static_cast<char*>(out.data_ptr());
   // One task per output row (o, j): a contiguous copy of `inner` elements.

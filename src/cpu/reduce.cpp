@@ -36,7 +36,7 @@ MINIDL_CPU_CLONES void sum_middle(const T* x, std::int64_t n, std::int64_t inner
 
 void reduce(kernels::ReduceOp op, const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner,
             Tensor& out, Tensor* indices) {
-  kernels::dispatch_floating(x.dtype(), "reduce", [&](auto tag) {
+  kernels::dispatch(kernels::SumTypes{}, x.dtype(), "reduce", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* px = x.data_ptr<T>();
     T* po = out.data_ptr<T>();
@@ -54,9 +54,9 @@ void reduce(kernels::ReduceOp op, const Tensor& x, std::int64_t outer, std::int6
         const T* base = px + o * n * inner + i;
         T best = base[0];
         std::int64_t arg = 0;
-        for (std::int64_t r = 1; r < n && !std::isnan(best); ++r) {
+        for (std::int64_t r = 1; r < n && !kernels::m_isnan(best); ++r) {
           const T v = base[r * inner];
-          if (v > best || std::isnan(v)) {
+          if (v > best || kernels::m_isnan(v)) {
             best = v;
             arg = r;
           }
@@ -71,7 +71,7 @@ void reduce(kernels::ReduceOp op, const Tensor& x, std::int64_t outer, std::int6
 void scatter_reduced(const Tensor& grad, const Tensor& indices, std::int64_t outer, std::int64_t n,
                      std::int64_t inner, Tensor& dx) {
   fill(dx, 0.0);
-  kernels::dispatch_floating(grad.dtype(), "scatter_reduced", [&](auto tag) {
+  kernels::dispatch(kernels::SumTypes{}, grad.dtype(), "scatter_reduced", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* pg = grad.data_ptr<T>();
     const std::int64_t* pi = indices.data_ptr<std::int64_t>();

@@ -1,75 +1,60 @@
-// CUDA copy-family kernels (see kernels/backend.h): fill, copy with dtype conversion, arange, transpose, and
-// copy_bytes between devices; everything runs on gpu::stream().
+// CUDA copy-family kernels (see kernels/backend.h): fill and copy (any strides, any two dtypes, the
+// conversions of kernels/convert.h), arange, and copy_bytes between devices; everything runs on gpu::stream().
 #include "cuda/launch.cuh"
 #include "kernels/backend.h"
+#include "kernels/convert.h"
 #include "kernels/dispatch_types.h"
 
 namespace minidl {
 namespace gpu {
 namespace {
 
-template <class S, class D> __global__ void cast_kernel(const S* in, D* out, i64 n) {
-  GRID_STRIDE(i, n) out[i] = static_cast<D>(in[i]);
-}
+template <class S, class D> struct Convert {
+  __device__ D operator()(S s) const { return kernels::convert<D>(s); }
+};
 
 template <class T> __global__ void arange_kernel(T* out, i64 n, double start, double step) {
-  GRID_STRIDE(i, n) out[i] = static_cast<T>(start + step * static_cast<double>(i));
-}
-
-template <class T> __global__ void transpose_kernel(const T* x, T* y, i64 total, i64 d0, i64 B, i64 d1, i64 C) {
-  GRID_STRIDE(o, total) {
-    // o indexes y as (A, d1, B, d0, C)
-    i64 r = o;
-    const i64 c = r % C; r /= C;
-    const i64 i0 = r % d0; r /= d0;
-    const i64 b = r % B; r /= B;
-    const i64 i1 = r % d1; r /= d1;
-    const i64 a = r;
-    y[o] = x[(((a * d0 + i0) * B + b) * d1 + i1) * C + c];
-  }
+  GRID_STRIDE(i, n) out[i] = kernels::convert<T>(start + step * static_cast<double>(i));
 }
 
 }  // namespace
 
 void fill(Tensor& out, double value) {
   if (out.numel() == 0) return;
-  kernels::dispatch_all(out.dtype(), [&](auto tag) {
+  kernels::dispatch_all(out.dtype(), "fill_", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    launch_map(out.data_ptr<T>(), out.numel(), Constant<T>{static_cast<T>(value)});
+    const Constant<T> f{kernels::convert<T>(value)};
+    if (out.is_contiguous()) return launch_map(out.data_ptr<T>(), out.numel(), f);
+    launch_strided_map(out.data_ptr<T>(), out.numel(), kernels::strided_index<1>(out.sizes(), {out.strides()}, "fill_"),
+                       f);
   });
 }
 
 void copy(const Tensor& src, Tensor& dst) {
   if (src.numel() == 0) return;
-  if (src.dtype() == dst.dtype()) {
+  const bool dense = src.is_contiguous() && dst.is_contiguous();
+  if (dense && src.dtype() == dst.dtype()) {
     MINIDL_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr(), src.data_ptr(), src.nbytes(), cudaMemcpyDeviceToDevice, stream()));
     return;
   }
-  kernels::dispatch_all(src.dtype(), [&](auto stag) {
+  kernels::dispatch_all(src.dtype(), "copy", [&](auto stag) {
     using S = typename decltype(stag)::type;
-    kernels::dispatch_all(dst.dtype(), [&](auto dtag) {
+    kernels::dispatch_all(dst.dtype(), "copy", [&](auto dtag) {
       using D = typename decltype(dtag)::type;
-      cast_kernel<<<blocks_for(src.numel()), kThreads, 0, stream()>>>(src.data_ptr<S>(), dst.data_ptr<D>(), src.numel());
+      const Convert<S, D> f;
+      if (dense) return launch_map(dst.data_ptr<D>(), dst.numel(), f, src.data_ptr<S>());
+      launch_strided_map(dst.data_ptr<D>(), dst.numel(),
+                         kernels::strided_index<2>(dst.sizes(), {dst.strides(), src.strides()}, "copy"), f,
+                         src.data_ptr<S>());
     });
   });
-  MINIDL_CUDA_KERNEL_CHECK();
 }
 
 void arange(Tensor& out, double start, double step) {
   if (out.numel() == 0) return;
-  kernels::dispatch_all(out.dtype(), [&](auto tag) {
+  kernels::dispatch_all(out.dtype(), "arange", [&](auto tag) {
     using T = typename decltype(tag)::type;
     arange_kernel<<<blocks_for(out.numel()), kThreads, 0, stream()>>>(out.data_ptr<T>(), out.numel(), start, step);
-  });
-  MINIDL_CUDA_KERNEL_CHECK();
-}
-
-void transpose(const Tensor& x, Tensor& out, i64 A, i64 d0, i64 B, i64 d1, i64 C) {
-  const i64 total = A * d0 * B * d1 * C;
-  if (total == 0) return;
-  kernels::dispatch_all(x.dtype(), [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    transpose_kernel<<<blocks_for(total), kThreads, 0, stream()>>>(x.data_ptr<T>(), out.data_ptr<T>(), total, d0, B, d1, C);
   });
   MINIDL_CUDA_KERNEL_CHECK();
 }

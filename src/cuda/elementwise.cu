@@ -4,33 +4,24 @@
 #include "cuda/activation.h"
 #include "cuda/launch.cuh"
 #include "kernels/backend.h"
+#include "kernels/convert.h"
 #include "kernels/dispatch_types.h"
 
 namespace minidl {
 namespace gpu {
-namespace {
-
-template <class T, class F>
-__global__ void binary_broadcast_kernel(const T* a, const T* b, T* y, i64 n, kernels::BroadcastIndex bi, F f) {
-  GRID_STRIDE(i, n) {
-    i64 oa, ob;
-    bi.offsets(i, oa, ob);
-    y[i] = f(a[oa], b[ob]);
-  }
-}
-
-}  // namespace
 
 void unary(kernels::UnaryOp op, double alpha, const Tensor& x, Tensor& out) {
   if (x.numel() == 0) return;
-  if (x.dtype() == kInt64 && op == kernels::UnaryOp::AddScalar) {  // counters; the only integer op
-    return launch_map(out.data_ptr<i64>(), x.numel(), kernels::AddScalar<i64>{static_cast<i64>(alpha)},
-                      x.data_ptr<i64>());
-  }
-  kernels::dispatch_floating(x.dtype(), "unary op", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    kernels::visit_unary<T>(op, static_cast<T>(alpha),
-                            [&](auto f) { launch_map(out.data_ptr<T>(), x.numel(), f, x.data_ptr<T>()); });
+  kernels::dispatch_in_out(x.dtype(), out.dtype(), kernels::op_name(op), [&](auto stag, auto otag) {
+    using S = typename decltype(stag)::type;
+    using O = typename decltype(otag)::type;
+    using C = kernels::opmath_t<S>;
+    kernels::visit_unary<C>(op, kernels::convert<C>(alpha), [&](auto f) {
+      if (x.is_contiguous() && out.is_contiguous()) return launch_map(out.data_ptr<O>(), x.numel(), f, x.data_ptr<S>());
+      launch_strided_map(out.data_ptr<O>(), out.numel(),
+                         kernels::strided_index<2>(out.sizes(), {out.strides(), x.strides()}, kernels::op_name(op)),
+                         f, x.data_ptr<S>());
+    });
   });
 }
 
@@ -45,16 +36,21 @@ template void activate_in_place<double>(kernels::Activation, double*, i64);
 void binary(kernels::BinaryOp op, double alpha, const Tensor& a, const Tensor& b, Tensor& out) {
   const i64 n = out.numel();
   if (n == 0) return;
-  kernels::dispatch_floating(out.dtype(), "binary op", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    kernels::visit_binary<T>(op, static_cast<T>(alpha), [&](auto f) {
-      if (a.sizes() == out.sizes() && b.sizes() == out.sizes()) {
-        launch_map(out.data_ptr<T>(), n, f, a.data_ptr<T>(), b.data_ptr<T>());
-      } else {
-        binary_broadcast_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(
-            a.data_ptr<T>(), b.data_ptr<T>(), out.data_ptr<T>(), n, kernels::broadcast_index(a.sizes(), b.sizes(), out.sizes()), f);
-        MINIDL_CUDA_KERNEL_CHECK();
+  kernels::dispatch_in_out(a.dtype(), out.dtype(), kernels::op_name(op), [&](auto stag, auto otag) {
+    using S = typename decltype(stag)::type;
+    using O = typename decltype(otag)::type;
+    using C = kernels::opmath_t<S>;
+    kernels::visit_binary<C>(op, kernels::convert<C>(alpha), [&](auto f) {
+      if (a.is_contiguous() && b.is_contiguous() && out.is_contiguous() && a.sizes() == out.sizes() &&
+          b.sizes() == out.sizes()) {
+        return launch_map(out.data_ptr<O>(), n, f, a.data_ptr<S>(), b.data_ptr<S>());
       }
+      const auto si = kernels::strided_index<3>(
+          out.sizes(),
+          {out.strides(), kernels::broadcast_strides(a.sizes(), a.strides(), out.sizes()),
+           kernels::broadcast_strides(b.sizes(), b.strides(), out.sizes())},
+          kernels::op_name(op));
+      launch_strided_map(out.data_ptr<O>(), n, si, f, a.data_ptr<S>(), b.data_ptr<S>());
     });
   });
 }

@@ -4,9 +4,11 @@
 // kernel and the deterministic block and warp sums.
 #include <algorithm>
 #include <cstdint>
+#include <utility>
 
 #include "cuda/context.h"
 #include "cuda/wide_access.cuh"
+#include "kernels/strided_index.h"
 
 namespace minidl {
 namespace gpu {
@@ -47,6 +49,28 @@ template <class T, class F, class... In> void launch_map(T* y, i64 n, const F& f
   const i64 packs = is_aligned(y, 16) && (is_aligned(in, 16) && ...) ? n / Pack<T>::size : 0;
   const i64 rest = n - packs * Pack<T>::size;
   map_kernel<<<blocks_for(std::max(packs, rest)), kThreads, 0, stream()>>>(y, n, packs, f, in...);
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+
+/// y[off_0] = f(in_k[off_k]...) with the offsets of operand k (y first) of element i from a StridedIndex: the
+/// map of views, broadcast and offset operands.
+template <class T, class F, class... In, std::size_t... I, int N>
+__device__ void strided_apply(T* y, const i64 (&off)[N], const F& f, std::index_sequence<I...>, const In*... in) {
+  y[off[0]] = f(in[off[I + 1]]...);
+}
+template <int N, class T, class F, class... In>
+__global__ void strided_map_kernel(T* y, i64 n, kernels::StridedIndex<N> si, F f, const In*... in) {
+  GRID_STRIDE(i, n) {
+    i64 off[N];
+    si.offsets(i, off);
+    strided_apply(y, off, f, std::index_sequence_for<In...>{}, in...);
+  }
+}
+template <int N, class T, class F, class... In>
+void launch_strided_map(T* y, i64 n, const kernels::StridedIndex<N>& si, const F& f, const In*... in) {
+  static_assert(N == 1 + sizeof...(In), "launch_strided_map: one StridedIndex operand per pointer");
+  if (n == 0) return;
+  strided_map_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(y, n, si, f, in...);
   MINIDL_CUDA_KERNEL_CHECK();
 }
 

@@ -88,9 +88,9 @@ template <class T> __global__ void max_kernel(const T* x, T* out, i64* idx, i64 
     const T* base = x + (j / inner) * n * inner + j % inner;
     T best = base[0];
     i64 arg = 0;
-    for (i64 r = 1; r < n && !isnan(best); ++r) {
+    for (i64 r = 1; r < n && !kernels::m_isnan(best); ++r) {
       const T v = base[r * inner];
-      if (v > best || isnan(v)) {
+      if (v > best || kernels::m_isnan(v)) {
         best = v;
         arg = r;
       }
@@ -145,7 +145,7 @@ template void channel_sum<double>(const double*, i64, i64, i64, double*);
 
 void reduce(kernels::ReduceOp op, const Tensor& x, i64 outer, i64 n, i64 inner, Tensor& out, Tensor* indices) {
   if (out.numel() == 0) return;
-  kernels::dispatch_floating(x.dtype(), "reduce", [&](auto tag) {
+  kernels::dispatch(kernels::SumTypes{}, x.dtype(), "reduce", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (op == kernels::ReduceOp::Max) {
       max_kernel<<<blocks_for(outer * inner), kThreads, 0, stream()>>>(
@@ -160,7 +160,7 @@ void reduce(kernels::ReduceOp op, const Tensor& x, i64 outer, i64 n, i64 inner, 
 void scatter_reduced(const Tensor& grad, const Tensor& indices, i64 outer, i64 n, i64 inner, Tensor& dx) {
   fill(dx, 0.0);
   if (grad.numel() == 0) return;
-  kernels::dispatch_floating(grad.dtype(), "scatter_reduced", [&](auto tag) {
+  kernels::dispatch(kernels::SumTypes{}, grad.dtype(), "scatter_reduced", [&](auto tag) {
     using T = typename decltype(tag)::type;
     scatter_kernel<<<blocks_for(outer * inner), kThreads, 0, stream()>>>(grad.data_ptr<T>(), indices.data_ptr<i64>(),
                                                                          dx.data_ptr<T>(), outer, n, inner);

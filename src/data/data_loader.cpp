@@ -45,7 +45,7 @@ Tensor rows_view(const Tensor& t, std::int64_t start, std::int64_t len) {
   const TensorImpl* impl = t.unsafe_impl();
   Shape s = t.sizes();
   const std::size_t row_bytes =
-      static_cast<std::size_t>(shape_numel(Shape(s.begin() + 1, s.end()))) * dtype_size(t.dtype());
+      static_cast<std::size_t>(shape_numel(Shape(s.begin() + 1, s.end()))) * element_size(t.dtype());
   s[0] = len;
   return Tensor(std::make_shared<TensorImpl>(impl->storage, impl->byte_offset + static_cast<std::size_t>(start) * row_bytes,
                                              s, impl->dtype));

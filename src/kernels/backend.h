@@ -12,8 +12,9 @@
 #endif
 
 #define MINIDL_BACKEND_KERNELS                                                                              \
+  /* out (any strides, any dtype) = value converted to out's dtype. */                                      \
   void fill(Tensor& out, double value);                                                                     \
-  /* Same-device copy with dtype conversion. */                                                             \
+  /* Same-device copy of src into dst of the same shape: any strides on either side, any two dtypes. */      \
   void copy(const Tensor& src, Tensor& dst);                                                                \
   void arange(Tensor& out, double start, double step);                                                      \
   void uniform(Tensor& out, double low, double high);                                                       \
@@ -21,8 +22,10 @@
   /* mask = the draws uniform(mask, 0, 1) would make, mapped by kernels::DropoutMask (0, or 1 / (1 - p)); */ \
   /* out = x * mask. */                                                                                     \
   void dropout(const Tensor& x, double p, Tensor& out, Tensor& mask);                                       \
+  /* x and out: one shape and dtype, any strides (out may be x). */                                         \
   void unary(kernels::UnaryOp op, double alpha, const Tensor& x, Tensor& out);                              \
-  /* a and b broadcast to out's shape. */                                                                   \
+  /* a and b (one dtype, any strides) broadcast to out's shape; out has their dtype, or bool for the ops */  \
+  /* that kernels::returns_bool, any strides, and may be a or b. */                                         \
   void binary(kernels::BinaryOp op, double alpha, const Tensor& a, const Tensor& b, Tensor& out);           \
   /* x viewed as (outer, n, inner) reduced over n into out (outer, inner); indices (int64) for Max. */      \
   void reduce(kernels::ReduceOp op, const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner, \
@@ -33,9 +36,6 @@
   /* out[b] = op(a[b]) * op(b[b]) with a: (batch, m, k) or (batch, k, m) when trans_a, likewise b. */       \
   void matmul(const Tensor& a, const Tensor& b, Tensor& out, std::int64_t batch, std::int64_t m,            \
               std::int64_t n, std::int64_t k, bool trans_a, bool trans_b);                                  \
-  /* x viewed as (A, d0, B, d1, C) written to out as (A, d1, B, d0, C). */                                  \
-  void transpose(const Tensor& x, Tensor& out, std::int64_t A, std::int64_t d0, std::int64_t B,             \
-                 std::int64_t d1, std::int64_t C);                                                          \
   /* Softmax (or log-softmax) over n of an (outer, n, inner) view, and its backward from the output y. */   \
   void softmax_forward(const Tensor& x, Tensor& y, std::int64_t outer, std::int64_t n, std::int64_t inner,  \
                        bool log);                                                                           \

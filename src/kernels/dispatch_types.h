@@ -1,7 +1,9 @@
 #pragma once
-// Turns a runtime dtype into a compile-time type: dispatch_floating(dt, "op", [&](auto tag) {
-// using T = typename decltype(tag)::type; ... }).
-#include <cstdint>
+// Turns a runtime dtype into a compile-time type: dispatch<AllTypes>(dt, "op", [&](auto tag) {
+// using T = typename decltype(tag)::type; ... }). A dtype outside the set is a TypeError naming the op, the
+// dtypes it takes and the one it was given. The sets are spelled with MINIDL_FORALL_DTYPES's enum names.
+#include <string>
+#include <type_traits>
 
 #include "minidl/dtype.h"
 #include "minidl/errors.h"
@@ -11,22 +13,44 @@ namespace kernels {
 
 template <class T> struct TypeTag { using type = T; };
 
-template <class F>
-void dispatch_floating(DType dt, const char* op, F&& f) {
-  switch (dt) {
-    case DType::Float32: f(TypeTag<float>{}); return;
-    case DType::Float64: f(TypeTag<double>{}); return;
-    default: throw TypeError(detail::str(op, ": expected a floating dtype (float32 or float64), found ", dtype_name(dt)));
-  }
+template <DType... Ds> struct DTypeSet {};
+
+/// Drops the leading 0 that lets a macro list each entry with a comma before it.
+template <int, DType... Ds> struct CommaList { using type = DTypeSet<Ds...>; };
+#define MINIDL_DTYPE_LIST_ENTRY(T, name, str, cat) , DType::name
+/// Every dtype of MINIDL_FORALL_DTYPES.
+using AllTypes = CommaList<0 MINIDL_FORALL_DTYPES(MINIDL_DTYPE_LIST_ENTRY)>::type;
+#undef MINIDL_DTYPE_LIST_ENTRY
+/// The kernels that exist in the two standard floating types only.
+using FloatDouble = DTypeSet<DType::Float32, DType::Float64>;
+/// Sums: the floating types and int64 (integral sums are taken in int64).
+using SumTypes = DTypeSet<DType::Float32, DType::Float64, DType::Int64>;
+
+template <DType... Ds, class F>
+void dispatch(DTypeSet<Ds...>, DType dt, const char* op, F&& f) {
+  bool done = false;
+  ((!done && dt == Ds ? (f(TypeTag<typename ctype_of<Ds>::type>{}), done = true) : false), ...);
+  if (done) return;
+  std::string names;
+  ((names += (names.empty() ? "" : ", ") + std::string(dtype_name(Ds))), ...);
+  throw TypeError(detail::str(op, ": expected a tensor of dtype ", names, "; found ", dtype_name(dt)));
 }
 
-template <class F>
-void dispatch_all(DType dt, F&& f) {
-  switch (dt) {
-    case DType::Float32: f(TypeTag<float>{}); return;
-    case DType::Float64: f(TypeTag<double>{}); return;
-    case DType::Int64: f(TypeTag<std::int64_t>{}); return;
-  }
+template <class F> void dispatch_all(DType dt, const char* op, F&& f) { dispatch(AllTypes{}, dt, op, f); }
+/// float32 and float64: the kernels whose bfloat16 / float16 versions are still to come.
+template <class F> void dispatch_floating(DType dt, const char* op, F&& f) { dispatch(FloatDouble{}, dt, op, f); }
+
+/// An elementwise kernel's types: body(tag S, tag O) for the stored input type S and the output type O, which is
+/// S itself or bool (comparisons and logical ops).
+template <class F> void dispatch_in_out(DType in, DType out, const char* op, F&& body) {
+  dispatch_all(in, op, [&](auto stag) {
+    using S = typename decltype(stag)::type;
+    if (out == in) return body(stag, stag);
+    if (out != DType::Bool) {
+      throw TypeError(detail::str(op, ": output dtype ", dtype_name(out), " for inputs of ", dtype_name(in)));
+    }
+    if constexpr (!std::is_same_v<S, bool>) body(stag, TypeTag<bool>{});
+  });
 }
 
 }  // namespace kernels

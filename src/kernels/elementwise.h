@@ -1,10 +1,15 @@
 #pragma once
-// Elementwise operations as small functors compiled for both host and device, so the CPU (Eigen) and CUDA
-// kernels evaluate exactly the same formulas. The op layer names an op by its enum; visit_* turns the enum
-// into a functor type once per call (not per element), so the inner loops stay branch-free.
+// Elementwise operations as small functors compiled for both host and device, so the CPU and CUDA kernels
+// evaluate exactly the same formulas. The op layer names an op by its enum; visit_* turns the enum into a
+// functor type once per call (not per element), so the inner loops stay branch-free. T is the type a kernel
+// computes in (kernels::opmath_t of the stored type: float for bfloat16 / float16); ops that only make sense on
+// floating values are not instantiated for integral T, and visiting them there is a TypeError.
 #include <cmath>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
+
+#include "minidl/errors.h"
 
 #ifdef __CUDACC__
 #define MINIDL_HD __host__ __device__ __forceinline__
@@ -30,9 +35,23 @@ MINIDL_HD float m_pow(float x, float y) { return powf(x, y); }
 MINIDL_HD double m_pow(double x, double y) { return ::pow(x, y); }
 MINIDL_HD float m_abs(float x) { return fabsf(x); }
 MINIDL_HD double m_abs(double x) { return ::fabs(x); }
+MINIDL_HD float m_fmod(float x, float y) { return fmodf(x, y); }
+MINIDL_HD double m_fmod(double x, double y) { return ::fmod(x, y); }
+MINIDL_HD float m_floor(float x) { return floorf(x); }
+MINIDL_HD double m_floor(double x) { return ::floor(x); }
+MINIDL_HD float m_copysign(float x, float y) { return copysignf(x, y); }
+MINIDL_HD double m_copysign(double x, double y) { return ::copysign(x, y); }
+template <class T> MINIDL_HD bool m_isnan(T x) {
+  if constexpr (std::is_floating_point<T>::value) {
+    return x != x;
+  } else {
+    return false;
+  }
+}
 
 enum class UnaryOp : std::uint8_t {
-  Neg, Exp, Log, Sqrt, Abs, Relu, LeakyRelu, Gelu, Sigmoid, Tanh, AddScalar, MulScalar, PowScalar, Sign, DropoutMask
+  Neg, Exp, Log, Sqrt, Abs, Relu, LeakyRelu, Gelu, Sigmoid, Tanh, AddScalar, MulScalar, PowScalar, Sign, DropoutMask,
+  LogicalNot
 };
 
 /// `alpha` is the op's scalar (slope, addend, factor, exponent); unused by the others.
@@ -40,7 +59,19 @@ template <class T> struct Neg { T a; MINIDL_HD T operator()(T x) const { return 
 template <class T> struct Exp { T a; MINIDL_HD T operator()(T x) const { return m_exp(x); } };
 template <class T> struct Log { T a; MINIDL_HD T operator()(T x) const { return m_log(x); } };
 template <class T> struct Sqrt { T a; MINIDL_HD T operator()(T x) const { return m_sqrt(x); } };
-template <class T> struct Abs { T a; MINIDL_HD T operator()(T x) const { return m_abs(x); } };
+template <class T> struct Abs {
+  T a;
+  MINIDL_HD T operator()(T x) const {
+    if constexpr (std::is_floating_point<T>::value) {
+      return m_abs(x);
+    } else if constexpr (std::is_signed<T>::value) {
+      return x < T(0) ? T(-x) : x;
+    } else {
+      return x;
+    }
+  }
+};
+template <class T> struct LogicalNot { T a; MINIDL_HD T operator()(T x) const { return x == T(0) ? T(1) : T(0); } };
 template <class T> struct Relu { T a; MINIDL_HD T operator()(T x) const { return x > T(0) ? x : T(0); } };
 /// The activation a layer kernel applies to each output after the bias: the epilogue of the fused
 /// convolution + bias + ReLU (nn::ConvReLU2d), evaluated with the same functor as the ReLU op.
@@ -75,31 +106,44 @@ template <class T> struct DropoutMask {
   MINIDL_HD T operator()(T u) const { return u < a ? T(0) : T(1) / (T(1) - a); }
 };
 
+/// The op's name in errors about the dtype it was given.
+const char* op_name(UnaryOp op);
+
+/// Calls f(functor) for op, on the host. Ops on floating values alone throw TypeError for an integral T.
 template <class T, class F>
-auto visit_unary(UnaryOp op, T alpha, F&& f) {
+void visit_unary(UnaryOp op, T alpha, F&& f) {
+  constexpr bool fp = std::is_floating_point<T>::value;
   switch (op) {
     case UnaryOp::Neg: return f(Neg<T>{alpha});
-    case UnaryOp::Exp: return f(Exp<T>{alpha});
-    case UnaryOp::Log: return f(Log<T>{alpha});
-    case UnaryOp::Sqrt: return f(Sqrt<T>{alpha});
     case UnaryOp::Abs: return f(Abs<T>{alpha});
     case UnaryOp::Relu: return f(Relu<T>{alpha});
-    case UnaryOp::LeakyRelu: return f(LeakyRelu<T>{alpha});
-    case UnaryOp::Gelu: return f(Gelu<T>{alpha});
-    case UnaryOp::Sigmoid: return f(Sigmoid<T>{alpha});
-    case UnaryOp::Tanh: return f(Tanh<T>{alpha});
     case UnaryOp::AddScalar: return f(AddScalar<T>{alpha});
     case UnaryOp::MulScalar: return f(MulScalar<T>{alpha});
-    case UnaryOp::PowScalar: return f(PowScalar<T>{alpha});
     case UnaryOp::Sign: return f(Sign<T>{alpha});
-    case UnaryOp::DropoutMask: return f(DropoutMask<T>{alpha});
+    case UnaryOp::LogicalNot: return f(LogicalNot<T>{alpha});
+    default: break;
   }
-  return f(Neg<T>{alpha});
+  if constexpr (fp) {
+    switch (op) {
+      case UnaryOp::Exp: return f(Exp<T>{alpha});
+      case UnaryOp::Log: return f(Log<T>{alpha});
+      case UnaryOp::Sqrt: return f(Sqrt<T>{alpha});
+      case UnaryOp::LeakyRelu: return f(LeakyRelu<T>{alpha});
+      case UnaryOp::Gelu: return f(Gelu<T>{alpha});
+      case UnaryOp::Sigmoid: return f(Sigmoid<T>{alpha});
+      case UnaryOp::Tanh: return f(Tanh<T>{alpha});
+      case UnaryOp::PowScalar: return f(PowScalar<T>{alpha});
+      case UnaryOp::DropoutMask: return f(DropoutMask<T>{alpha});
+      default: break;
+    }
+  }
+  throw TypeError(detail::str(op_name(op), ": not implemented for an integral or bool dtype"));
 }
 
 /// Binary ops. The *Grad ops are the backward rules of activations, written as (grad, saved) -> grad_in.
 enum class BinaryOp : std::uint8_t {
-  First, Add, Sub, Mul, Div, Pow, Maximum, Eq, AddRelu, ReluGrad, LeakyReluGrad, SigmoidGrad, TanhGrad, GeluGrad
+  First, Add, Sub, Mul, Div, Pow, Maximum, Minimum, FloorDivide, Remainder, Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd,
+  LogicalOr, LogicalXor, AddRelu, ReluGrad, LeakyReluGrad, SigmoidGrad, TanhGrad, GeluGrad
 };
 
 /// x broadcast to the output's shape (the expand of a gradient).
@@ -111,8 +155,68 @@ template <class T> struct SubOp { T a; MINIDL_HD T operator()(T x, T y) const { 
 template <class T> struct MulOp { T a; MINIDL_HD T operator()(T x, T y) const { return x * y; } };
 template <class T> struct DivOp { T a; MINIDL_HD T operator()(T x, T y) const { return x / y; } };
 template <class T> struct PowOp { T a; MINIDL_HD T operator()(T x, T y) const { return m_pow(x, y); } };
-template <class T> struct MaximumOp { T a; MINIDL_HD T operator()(T x, T y) const { return x >= y ? x : y; } };
+/// NaN propagates from either side, as torch.maximum / torch.minimum.
+template <class T> struct MaximumOp {
+  T a;
+  MINIDL_HD T operator()(T x, T y) const { return m_isnan(x) ? x : (m_isnan(y) ? y : (x >= y ? x : y)); }
+};
+template <class T> struct MinimumOp {
+  T a;
+  MINIDL_HD T operator()(T x, T y) const { return m_isnan(x) ? x : (m_isnan(y) ? y : (x <= y ? x : y)); }
+};
+/// Python's floor division (rounds towards -inf), as torch.floor_divide. Integral division by zero gives 0
+/// here rather than a crash (the CPU op checks for it first and raises).
+template <class T> struct FloorDivideOp {
+  T a;
+  MINIDL_HD T operator()(T x, T y) const {
+    if constexpr (std::is_floating_point<T>::value) {
+      if (y == T(0)) return x / y;
+      const T mod = m_fmod(x, y);
+      T div = (x - mod) / y;
+      if (mod != T(0) && ((y < T(0)) != (mod < T(0)))) div -= T(1);
+      if (div == T(0)) return m_copysign(T(0), x / y);
+      const T fl = m_floor(div);
+      return div - fl > T(0.5) ? fl + T(1) : fl;
+    } else {
+      if (y == T(0)) return T(0);
+      const T q = static_cast<T>(x / y);
+      return (x % y != T(0) && ((x < T(0)) != (y < T(0)))) ? static_cast<T>(q - T(1)) : q;
+    }
+  }
+};
+/// Python's modulus (the sign of the divisor), as torch.remainder.
+template <class T> struct RemainderOp {
+  T a;
+  MINIDL_HD T operator()(T x, T y) const {
+    if constexpr (std::is_floating_point<T>::value) {
+      const T mod = m_fmod(x, y);
+      return (mod != T(0) && ((y < T(0)) != (mod < T(0)))) ? mod + y : mod;
+    } else {
+      if (y == T(0)) return T(0);
+      const T mod = static_cast<T>(x % y);
+      return (mod != T(0) && ((y < T(0)) != (mod < T(0)))) ? static_cast<T>(mod + y) : mod;
+    }
+  }
+};
+// Comparisons and logical ops give 1 or 0 (stored as bool by the kernels).
 template <class T> struct EqOp { T a; MINIDL_HD T operator()(T x, T y) const { return x == y ? T(1) : T(0); } };
+template <class T> struct NeOp { T a; MINIDL_HD T operator()(T x, T y) const { return x != y ? T(1) : T(0); } };
+template <class T> struct LtOp { T a; MINIDL_HD T operator()(T x, T y) const { return x < y ? T(1) : T(0); } };
+template <class T> struct LeOp { T a; MINIDL_HD T operator()(T x, T y) const { return x <= y ? T(1) : T(0); } };
+template <class T> struct GtOp { T a; MINIDL_HD T operator()(T x, T y) const { return x > y ? T(1) : T(0); } };
+template <class T> struct GeOp { T a; MINIDL_HD T operator()(T x, T y) const { return x >= y ? T(1) : T(0); } };
+template <class T> struct LogicalAndOp {
+  T a;
+  MINIDL_HD T operator()(T x, T y) const { return (x != T(0) && y != T(0)) ? T(1) : T(0); }
+};
+template <class T> struct LogicalOrOp {
+  T a;
+  MINIDL_HD T operator()(T x, T y) const { return (x != T(0) || y != T(0)) ? T(1) : T(0); }
+};
+template <class T> struct LogicalXorOp {
+  T a;
+  MINIDL_HD T operator()(T x, T y) const { return ((x != T(0)) != (y != T(0))) ? T(1) : T(0); }
+};
 /// g * (x > 0)
 template <class T> struct ReluGradOp { T a; MINIDL_HD T operator()(T g, T x) const { return x > T(0) ? g : T(0); } };
 template <class T> struct LeakyReluGradOp {
@@ -133,55 +237,48 @@ template <class T> struct GeluGradOp {
   }
 };
 
+const char* op_name(BinaryOp op);
+/// Comparisons and logical ops: their results are bool.
+constexpr bool returns_bool(BinaryOp op) { return op >= BinaryOp::Eq && op <= BinaryOp::LogicalXor; }
+
+/// As visit_unary.
 template <class T, class F>
-auto visit_binary(BinaryOp op, T alpha, F&& f) {
+void visit_binary(BinaryOp op, T alpha, F&& f) {
   switch (op) {
     case BinaryOp::First: return f(FirstOp<T>{alpha});
     case BinaryOp::Add: return f(AddOp<T>{alpha});
     case BinaryOp::Sub: return f(SubOp<T>{alpha});
     case BinaryOp::Mul: return f(MulOp<T>{alpha});
-    case BinaryOp::Div: return f(DivOp<T>{alpha});
-    case BinaryOp::Pow: return f(PowOp<T>{alpha});
     case BinaryOp::Maximum: return f(MaximumOp<T>{alpha});
+    case BinaryOp::Minimum: return f(MinimumOp<T>{alpha});
+    case BinaryOp::FloorDivide: return f(FloorDivideOp<T>{alpha});
+    case BinaryOp::Remainder: return f(RemainderOp<T>{alpha});
     case BinaryOp::Eq: return f(EqOp<T>{alpha});
+    case BinaryOp::Ne: return f(NeOp<T>{alpha});
+    case BinaryOp::Lt: return f(LtOp<T>{alpha});
+    case BinaryOp::Le: return f(LeOp<T>{alpha});
+    case BinaryOp::Gt: return f(GtOp<T>{alpha});
+    case BinaryOp::Ge: return f(GeOp<T>{alpha});
+    case BinaryOp::LogicalAnd: return f(LogicalAndOp<T>{alpha});
+    case BinaryOp::LogicalOr: return f(LogicalOrOp<T>{alpha});
+    case BinaryOp::LogicalXor: return f(LogicalXorOp<T>{alpha});
     case BinaryOp::AddRelu: return f(AddReluOp<T>{alpha});
-    case BinaryOp::ReluGrad: return f(ReluGradOp<T>{alpha});
-    case BinaryOp::LeakyReluGrad: return f(LeakyReluGradOp<T>{alpha});
-    case BinaryOp::SigmoidGrad: return f(SigmoidGradOp<T>{alpha});
-    case BinaryOp::TanhGrad: return f(TanhGradOp<T>{alpha});
-    case BinaryOp::GeluGrad: return f(GeluGradOp<T>{alpha});
+    default: break;
   }
-  return f(AddOp<T>{alpha});
-}
-
-/// Broadcast geometry of a binary op: for each output dim, the element stride of each operand (0 where the
-/// operand is broadcast along that dim). At most kMaxDims dims.
-constexpr int kMaxDims = 8;
-struct BroadcastIndex {
-  int ndim = 0;
-  std::int64_t out_sizes[kMaxDims] = {};
-  std::int64_t a_strides[kMaxDims] = {};
-  std::int64_t b_strides[kMaxDims] = {};
-  /// Offsets into a and b of the output element with flat index i.
-  MINIDL_HD void offsets(std::int64_t i, std::int64_t& oa, std::int64_t& ob) const {
-    oa = 0;
-    ob = 0;
-    for (int d = ndim - 1; d >= 0; --d) {
-      const std::int64_t idx = i % out_sizes[d];
-      i /= out_sizes[d];
-      oa += idx * a_strides[d];
-      ob += idx * b_strides[d];
+  if constexpr (std::is_floating_point<T>::value) {
+    switch (op) {
+      case BinaryOp::Div: return f(DivOp<T>{alpha});
+      case BinaryOp::Pow: return f(PowOp<T>{alpha});
+      case BinaryOp::ReluGrad: return f(ReluGradOp<T>{alpha});
+      case BinaryOp::LeakyReluGrad: return f(LeakyReluGradOp<T>{alpha});
+      case BinaryOp::SigmoidGrad: return f(SigmoidGradOp<T>{alpha});
+      case BinaryOp::TanhGrad: return f(TanhGradOp<T>{alpha});
+      case BinaryOp::GeluGrad: return f(GeluGradOp<T>{alpha});
+      default: break;
     }
   }
-};
-
-/// Strides of a and b (shapes aligned at the right, as NumPy does) for an output of shape `out`.
-BroadcastIndex broadcast_index(const std::vector<std::int64_t>& a, const std::vector<std::int64_t>& b,
-                               const std::vector<std::int64_t>& out);
-
-/// When `operand` broadcast to `out` repeats one block along out's leading dims (its shape, leading 1s aside, is
-/// out's trailing dims: a bias row added to a batch), the block's length; 0 otherwise.
-std::int64_t repeat_period(const std::vector<std::int64_t>& operand, const std::vector<std::int64_t>& out);
+  throw TypeError(detail::str(op_name(op), ": not implemented for an integral or bool dtype"));
+}
 
 /// Reductions run over the middle dim of a (outer, n, inner) view.
 enum class ReduceOp : std::uint8_t { Sum, Max };

@@ -9,9 +9,10 @@ namespace minidl {
 namespace nn {
 namespace functional {
 
-Tensor batch_norm(const Tensor& input, const Tensor& running_mean, const Tensor& running_var, const Tensor& weight,
-                  const Tensor& bias, bool training, double momentum, double eps) {
-  ops::check_defined(input, "batch_norm", "input");
+Tensor batch_norm(const Tensor& input_in, const Tensor& running_mean, const Tensor& running_var,
+                  const Tensor& weight_in, const Tensor& bias_in, bool training, double momentum, double eps) {
+  ops::check_defined(input_in, "batch_norm", "input");
+  const Tensor input = ops::dense(input_in), weight = ops::dense(weight_in), bias = ops::dense(bias_in);
   ops::check_floating(input, "batch_norm");
   MINIDL_CHECK(input.dim() >= 2 && input.dim() <= 4, ValueError, "batch_norm: input must be (N, C), (N, C, L) or "
                "(N, C, H, W), found shape ", shape_str(input.sizes()));

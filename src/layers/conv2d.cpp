@@ -18,10 +18,11 @@ ExpandingArray2::ExpandingArray2(std::initializer_list<std::int64_t> l) {
 namespace functional {
 namespace {
 
-Tensor conv2d_with(const Tensor& input, const Tensor& weight, const Tensor& bias, ExpandingArray2 stride,
+Tensor conv2d_with(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in, ExpandingArray2 stride,
                    ExpandingArray2 padding, ExpandingArray2 dilation, std::int64_t groups, kernels::Activation act) {
   const char* op = act == kernels::Activation::Relu ? "conv2d_relu" : "conv2d";  // names the op in every message
-  ops::check_same(input, weight, op);
+  ops::check_same(input_in, weight_in, op);
+  const Tensor input = ops::dense(input_in), weight = ops::dense(weight_in), bias = ops::dense(bias_in);
   ops::check_floating(input, op);
   MINIDL_CHECK(input.dim() == 4, ValueError, op, ": input must be (N, C, H, W), found shape ", shape_str(input.sizes()));
   MINIDL_CHECK(weight.dim() == 4, ValueError, op, ": weight must be (out_channels, in_channels/groups, kH, kW), found ",

@@ -25,10 +25,11 @@ Tensor apply_mask(const Tensor& input, const Shape& mask_shape, double p, const 
 
 }  // namespace
 
-Tensor dropout(const Tensor& input, double p, bool training) {
-  if (!training) return input;
-  check_arguments(input, p, "dropout");
-  if (p == 0.0) return input;
+Tensor dropout(const Tensor& input_in, double p, bool training) {
+  if (!training) return input_in;
+  check_arguments(input_in, p, "dropout");
+  if (p == 0.0) return input_in;
+  const Tensor input = ops::dense(input_in);
   Tensor out = ops::empty_as(input.sizes(), input), mask = ops::empty_as(input.sizes(), input);
   MINIDL_ON_BACKEND(input.device(), dropout(input, p, out, mask));
   // The gradient is masked in its own buffer when no one else holds it (written lines stay in cache; a fresh

@@ -8,10 +8,14 @@
 
 namespace minidl {
 namespace layers {
-/// Typed data pointer of an optional tensor (nullptr when undefined).
+/// Typed data pointer of an optional tensor (nullptr when undefined). The layer kernels read and write
+/// contiguous memory: a strided tensor here is a missing ops::dense() at the op's entry, reported as such.
 template <class T>
 T* ptr(const Tensor& t) {
-  return t.defined() ? t.data_ptr<T>() : nullptr;
+  if (!t.defined()) return nullptr;
+  MINIDL_CHECK(t.is_contiguous(), ValueError, "layer kernel: internal error, a tensor of shape ", shape_str(t.sizes()),
+               " and strides ", shape_str(t.strides()), " reached a kernel that needs contiguous memory");
+  return t.data_ptr<T>();
 }
 }  // namespace layers
 }  // namespace minidl

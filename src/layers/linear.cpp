@@ -10,9 +10,10 @@ namespace nn {
 namespace functional {
 namespace {
 
-Tensor linear_with(const Tensor& input, const Tensor& weight, const Tensor& bias, bool relu) {
+Tensor linear_with(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in, bool relu) {
   const char* op = relu ? "linear_relu" : "linear";  // names the op in every message
-  ops::check_same(input, weight, op);
+  ops::check_same(input_in, weight_in, op);
+  const Tensor input = ops::dense(input_in), weight = ops::dense(weight_in), bias = ops::dense(bias_in);
   ops::check_floating(input, op);
   MINIDL_CHECK(weight.dim() == 2, ValueError, op, ": weight must be (out_features, in_features), found shape ",
                shape_str(weight.sizes()));

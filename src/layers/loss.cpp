@@ -58,8 +58,9 @@ Tensor loss_from_log_probs(const Tensor& input, const Tensor& log_probs, const T
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduction, double label_smoothing) {
-  check_classification(input, target, "cross_entropy");
+Tensor cross_entropy(const Tensor& input_in, const Tensor& target_in, Reduction reduction, double label_smoothing) {
+  check_classification(input_in, target_in, "cross_entropy");
+  const Tensor input = ops::dense(input_in), target = ops::dense(target_in);
   MINIDL_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0, ValueError,
                "cross_entropy: label_smoothing must be in [0, 1], found ", label_smoothing);
   Tensor log_probs;
@@ -70,8 +71,9 @@ Tensor cross_entropy(const Tensor& input, const Tensor& target, Reduction reduct
   return loss_from_log_probs(input, log_probs, target, label_smoothing, true, reduction, "CrossEntropyBackward");
 }
 
-Tensor nll_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
-  check_classification(input, target, "nll_loss");
+Tensor nll_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction) {
+  check_classification(input_in, target_in, "nll_loss");
+  const Tensor input = ops::dense(input_in), target = ops::dense(target_in);
   return loss_from_log_probs(input, input.detach(), target, 0.0, false, reduction, "NllLossBackward");
 }
 

@@ -24,8 +24,10 @@ kernels::Pool2dParams pool_params(const Tensor& input, ExpandingArray2 k, Expand
 
 }  // namespace
 
-Tensor max_pool2d(const Tensor& input, ExpandingArray2 kernel_size, ExpandingArray2 stride, ExpandingArray2 padding) {
-  const kernels::Pool2dParams p = pool_params(input, kernel_size, stride, padding, "max_pool2d");
+Tensor max_pool2d(const Tensor& input_in, ExpandingArray2 kernel_size, ExpandingArray2 stride,
+                  ExpandingArray2 padding) {
+  const kernels::Pool2dParams p = pool_params(input_in, kernel_size, stride, padding, "max_pool2d");
+  const Tensor input = ops::dense(input_in);
   Tensor out = ops::empty_as({p.N, p.C, p.P, p.Q}, input);
   Tensor indices = empty({p.N, p.C, p.P, p.Q}, TensorOptions(kInt64).device(input.device()));
   MINIDL_LAYER_KERNEL(input, max_pool2d_forward, p, layers::ptr<T>(input), layers::ptr<T>(out),
@@ -39,8 +41,10 @@ Tensor max_pool2d(const Tensor& input, ExpandingArray2 kernel_size, ExpandingArr
   });
 }
 
-Tensor avg_pool2d(const Tensor& input, ExpandingArray2 kernel_size, ExpandingArray2 stride, ExpandingArray2 padding) {
-  const kernels::Pool2dParams p = pool_params(input, kernel_size, stride, padding, "avg_pool2d");
+Tensor avg_pool2d(const Tensor& input_in, ExpandingArray2 kernel_size, ExpandingArray2 stride,
+                  ExpandingArray2 padding) {
+  const kernels::Pool2dParams p = pool_params(input_in, kernel_size, stride, padding, "avg_pool2d");
+  const Tensor input = ops::dense(input_in);
   Tensor out = ops::empty_as({p.N, p.C, p.P, p.Q}, input);
   MINIDL_LAYER_KERNEL(input, avg_pool2d_forward, p, layers::ptr<T>(input), layers::ptr<T>(out));
   const Shape in_shape = input.sizes();

@@ -11,7 +11,7 @@ namespace init {
 namespace {
 void check_target(const Tensor& t, const char* fn) {
   MINIDL_CHECK(t.defined(), ValueError, "init::", fn, ": tensor is undefined");
-  MINIDL_CHECK(is_floating(t.dtype()), TypeError, "init::", fn, ": expected a floating tensor, found ", t.dtype(),
+  MINIDL_CHECK(is_floating_point(t.dtype()), TypeError, "init::", fn, ": expected a floating tensor, found ", t.dtype(),
                " (shape ", shape_str(t.sizes()), ")");
 }
 Tensor fill_from(Tensor t, const Tensor& values) {

@@ -20,6 +20,8 @@ void swap_storage(const Tensor& t, const Tensor& moved) {
   const TensorImpl* src = moved.unsafe_impl();
   impl->storage = src->storage;
   impl->byte_offset = src->byte_offset;
+  impl->strides = src->strides;
+  impl->contiguous = src->contiguous;
   impl->dtype = src->dtype;
 }
 
@@ -108,12 +110,12 @@ void Module::to(Device device) {
 void Module::to(DType dtype) {
   NoGradGuard no_grad;
   for (auto& [n, t] : named_parameters()) {
-    if (!is_floating(t.dtype())) continue;
+    if (!is_floating_point(t.dtype())) continue;
     swap_storage(t, t.detach().to(dtype));
     if (t.grad().defined()) t.mutable_grad() = t.grad().to(dtype);
   }
   for (auto& [n, t] : named_buffers()) {
-    if (is_floating(t.dtype())) swap_storage(t, t.to(dtype));
+    if (is_floating_point(t.dtype())) swap_storage(t, t.to(dtype));
   }
 }
 

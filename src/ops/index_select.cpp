@@ -38,7 +38,7 @@ Tensor select_unchecked(const Tensor& self, std::int64_t dim, const Tensor& inde
   Tensor out = ops::empty_as(out_shape, self);
   const Layout l = layout_of(self.sizes(), dim);
   MINIDL_ON_BACKEND(self.device(), index_select(self, index, out, l.outer, l.n, l.inner));
-  if (!is_floating(self.dtype())) return out;
+  if (!is_floating_point(self.dtype())) return out;
   autograd::SavedTensor saved(index, "IndexSelectBackward");
   const Shape in_shape = self.sizes();
   return autograd::record(out, "IndexSelectBackward", {self}, [in_shape, dim, saved](const Tensor& g) {
@@ -75,7 +75,7 @@ Tensor index_select(const Tensor& self, std::int64_t dim, const Tensor& index) {
     throw IndexError(detail::str("index_select: index[", bad, "] = ", value, " is out of range for dimension ", d,
                                  " of size ", n, " (self has shape ", shape_str(self.sizes()), ")"));
   }
-  return select_unchecked(self, d, index);
+  return select_unchecked(ops::dense(self), d, ops::dense(index));
 }
 
 }  // namespace minidl

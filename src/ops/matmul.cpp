@@ -5,8 +5,9 @@
 
 namespace minidl {
 
-Tensor matmul(const Tensor& a, const Tensor& b) {
-  ops::check_same(a, b, "matmul");
+Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
+  ops::check_same(a_in, b_in, "matmul");
+  const Tensor a = ops::dense(a_in), b = ops::dense(b_in);
   ops::check_floating(a, "matmul");
   MINIDL_CHECK(a.dim() >= 2 && b.dim() >= 2, ValueError, "matmul: both operands need at least 2 dimensions, found ",
                shape_str(a.sizes()), " and ", shape_str(b.sizes()));

@@ -21,8 +21,33 @@ void check_same(const Tensor& a, const Tensor& b, const char* op) {
 }
 
 void check_floating(const Tensor& t, const char* op) {
-  MINIDL_CHECK(is_floating(t.dtype()), TypeError, op, ": expected a floating tensor (float32 or float64), found ",
-               t.dtype());
+  MINIDL_CHECK(is_floating_point(t.dtype()), TypeError, op, ": expected a floating tensor, found ", t.dtype());
+}
+
+void check_dtype_in(const Tensor& t, std::initializer_list<DType> allowed, const char* op, const char* arg) {
+  for (DType d : allowed) {
+    if (t.dtype() == d) return;
+  }
+  std::string names;
+  for (DType d : allowed) names += std::string(names.empty() ? "" : " or ") + dtype_name(d);
+  throw TypeError(detail::str(op, ": expected argument '", arg, "' of dtype ", names, ", found ", t.dtype()));
+}
+
+const Tensor& check_integral_divisor(const Tensor& b, const char* op) {
+  if (b.is_cpu() && is_integral(b.dtype(), true) && b.numel() > 0) {
+    const Tensor zero = eq(b, 0);
+    MINIDL_CHECK(!any_true(zero), ValueError, op, ": integer division by zero (a divisor element is 0)");
+  }
+  return b;
+}
+
+Tensor dense(const Tensor& t) { return t.defined() ? t.contiguous() : t; }
+
+bool any_true(const Tensor& mask) {
+  for (bool v : mask.to_vector<bool>()) {
+    if (v) return true;
+  }
+  return false;
 }
 
 std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op) {

@@ -1,6 +1,7 @@
 #pragma once
 // Argument checks and small helpers shared by the op entry points.
 #include <cstdint>
+#include <initializer_list>
 #include <vector>
 
 #include "core/tensor_impl.h"
@@ -14,8 +15,19 @@ namespace ops {
 void check_defined(const Tensor& t, const char* op, const char* arg);
 /// Throws TypeError naming the op and both operands unless they share device and dtype.
 void check_same(const Tensor& a, const Tensor& b, const char* op);
-/// Throws TypeError unless t is float32 or float64.
+/// Throws TypeError unless t has a floating dtype.
 void check_floating(const Tensor& t, const char* op);
+/// Throws TypeError naming the op, the argument, the accepted dtypes and t's unless t's dtype is one of them
+/// (for kernels that exist in some dtypes only).
+void check_dtype_in(const Tensor& t, std::initializer_list<DType> allowed, const char* op, const char* arg);
+/// On the CPU, throws ValueError when an integral divisor holds a 0 (a GPU kernel gives 0 there instead: checking
+/// would synchronise). Returns b.
+const Tensor& check_integral_divisor(const Tensor& b, const char* op);
+/// t made contiguous for a kernel that reads contiguous memory (an undefined t stays undefined): the one
+/// documented contiguous() at the entry of such an op.
+Tensor dense(const Tensor& t);
+/// Whether a bool tensor holds a true element (reads it on the host).
+bool any_true(const Tensor& mask);
 /// Wraps a possibly negative dim into [0, ndim).
 std::int64_t wrap_dim(std::int64_t dim, std::int64_t ndim, const char* op);
 /// Sorted, unique, wrapped dims (all dims when `dims` is empty).

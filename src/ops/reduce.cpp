@@ -43,9 +43,13 @@ Shape keep_dims(Shape s, const std::vector<std::int64_t>& dims) {
 
 }  // namespace
 
-Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims_in, bool keepdim) {
-  ops::check_defined(a, "sum", "self");
-  ops::check_floating(a, "sum");
+Tensor sum(const Tensor& a_in, const std::vector<std::int64_t>& dims_in, bool keepdim) {
+  ops::check_defined(a_in, "sum", "self");
+  // Integral and bool tensors sum in int64 (PyTorch's result dtype); the 16-bit floating types in float32,
+  // rounded back to their own dtype.
+  if (is_integral(a_in.dtype(), true) && a_in.dtype() != kInt64) return sum(a_in.to(kInt64), dims_in, keepdim);
+  if (is_reduced_floating_point(a_in.dtype())) return sum(a_in.to(kFloat32), dims_in, keepdim).to(a_in.dtype());
+  const Tensor a = ops::dense(a_in);
   const auto dims = ops::normalize_dims(dims_in, a.dim(), "sum");
   Tensor r;
   {
@@ -61,7 +65,8 @@ Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims_in, bool keepd
 
 Tensor mean(const Tensor& a, const std::vector<std::int64_t>& dims_in, bool keepdim) {
   ops::check_defined(a, "mean", "self");
-  ops::check_floating(a, "mean");
+  MINIDL_CHECK(is_floating_point(a.dtype()), TypeError, "mean: could not infer output dtype. Input dtype must be a "
+               "floating point dtype, found ", a.dtype(), " (convert with .to(kFloat32) first)");
   const auto dims = ops::normalize_dims(dims_in, a.dim(), "mean");
   std::int64_t count = 1;
   for (std::int64_t d : dims) count *= a.sizes()[static_cast<std::size_t>(d)];
@@ -74,9 +79,15 @@ struct MaxResult {
   Tensor values, indices;  // both (outer, inner)-shaped, reshaped by the caller
   std::int64_t outer, n, inner;
 };
-MaxResult max_along(const Tensor& a, std::int64_t dim, const char* op) {
-  ops::check_defined(a, op, "self");
-  ops::check_floating(a, op);
+/// The kernel takes float32, float64 and int64; other dtypes are compared in one of those that holds them exactly.
+DType max_kernel_dtype(DType t) {
+  if (t == kFloat32 || t == kFloat64 || t == kInt64) return t;
+  return is_floating_point(t) ? kFloat32 : kInt64;
+}
+
+MaxResult max_along(const Tensor& a_in, std::int64_t dim, const char* op) {
+  ops::check_defined(a_in, op, "self");
+  const Tensor a = ops::dense(a_in.to(max_kernel_dtype(a_in.dtype())));
   const auto d = static_cast<std::size_t>(ops::wrap_dim(dim, a.dim(), op));
   const Shape& s = a.sizes();
   MaxResult r;
@@ -104,7 +115,7 @@ Shape reduced_shape(const Shape& s, std::int64_t d, bool keepdim) {
 Tensor max(const Tensor& a, std::int64_t dim, bool keepdim) {
   MaxResult r = max_along(a, dim, "max");
   const std::int64_t d = ops::wrap_dim(dim, a.dim(), "max");
-  Tensor values = r.values.reshape(reduced_shape(a.sizes(), d, keepdim));
+  Tensor values = r.values.reshape(reduced_shape(a.sizes(), d, keepdim)).to(a.dtype());
   const Shape in_shape = a.sizes();
   const Tensor idx = r.indices;
   const std::int64_t outer = r.outer, n = r.n, inner = r.inner;

@@ -4,8 +4,9 @@
 namespace minidl {
 namespace {
 
-Tensor softmax_impl(const Tensor& a, std::int64_t dim, bool log, const char* name) {
-  ops::check_defined(a, name, "self");
+Tensor softmax_impl(const Tensor& a_in, std::int64_t dim, bool log, const char* name) {
+  ops::check_defined(a_in, name, "self");
+  const Tensor a = ops::dense(a_in);
   ops::check_floating(a, name);
   const auto d = static_cast<std::size_t>(ops::wrap_dim(dim, a.dim(), name));
   const Shape& s = a.sizes();

@@ -43,7 +43,7 @@ Optimizer::Optimizer(std::vector<Tensor> params) : params_(std::move(params)) {
   for (std::size_t i = 0; i < params_.size(); ++i) {
     const Tensor& p = params_[i];
     MINIDL_CHECK(p.defined(), ValueError, "optimizer: parameter ", i, " is an undefined tensor");
-    MINIDL_CHECK(is_floating(p.dtype()), TypeError, "optimizer: parameter ", i,
+    MINIDL_CHECK(is_floating_point(p.dtype()), TypeError, "optimizer: parameter ", i,
                  " must be float32 or float64, found ", p.dtype());
     MINIDL_CHECK(p.is_leaf(), ValueError, "optimizer: parameter ", i,
                  " is not a leaf tensor (it was computed by ", p.grad_fn() ? p.grad_fn()->name() : "an op",
@@ -159,7 +159,7 @@ void Optimizer::load_state_dict(const std::map<std::string, Tensor>& state) {
     for (const std::string& n : state_names_) known = known || n == name;
     MINIDL_CHECK(known, ValueError, "optimizer load_state_dict: unexpected key '", key, "' (this optimizer keeps no '",
                  name, "' state)");
-    MINIDL_CHECK(is_floating(value.dtype()), TypeError, "optimizer load_state_dict: '", key,
+    MINIDL_CHECK(is_floating_point(value.dtype()), TypeError, "optimizer load_state_dict: '", key,
                  "' must be float32 or float64, found ", value.dtype());
     MINIDL_CHECK(value.sizes() == params_[i].sizes(), ValueError, "optimizer load_state_dict: '", key, "' has shape ",
                  shape_str(value.sizes()), ", parameter ", i, " has shape ", shape_str(params_[i].sizes()));

@@ -13,7 +13,6 @@
 #include "core/tensor_impl.h"
 #include "cpu/parallel.h"
 #include "kernels/backend.h"
-#include "kernels/gather.h"
 #include "minidl/config.h"
 #if MINIDL_CUDA_ENABLED
 #include "cuda/batch_stager.h"

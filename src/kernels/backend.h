@@ -9,6 +9,8 @@
 // which has already checked shapes, dtypes and devices. Layer kernels (conv2d, pool2d, batch_norm) take raw,
 // contiguous buffers instead (device pointers on the GPU); T is float or double, and the parameter structs
 // (kernels/params.h) must have been finalize()d. On the GPU all work is queued on gpu::stream().
+//
+// This header includes no CUDA header: the routing needs only gpu::DeviceGuard (cuda/device_guard.h).
 #include <cstdint>
 #include <vector>
 
@@ -19,7 +21,7 @@
 #include "minidl/config.h"
 #include "minidl/tensor.h"
 #if MINIDL_CUDA_ENABLED
-#include "cuda/context.h"
+#include "cuda/device_guard.h"
 #endif
 
 // ---- copy: src/cpu/copy.cpp, src/cuda/copy.cu -------------------------------------------------------------

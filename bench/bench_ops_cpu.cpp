@@ -22,7 +22,6 @@
 #include <thread>
 #include <vector>
 
-#include "kernels/layer_kernels.h"
 #include "cpu/gemm.h"
 #include "kernels/backend.h"
 #include "op_cases.h"

@@ -34,7 +34,6 @@
 
 #include "cuda/context.h"
 #include "cuda/conv2d_staged.h"
-#include "kernels/layer_kernels.h"
 #include "kernels/backend.h"
 #include "op_cases.h"
 

@@ -22,7 +22,7 @@ struct Cost {
   double bytes = 0;
 };
 
-/// The float kernels the cases call, as both backends declare them (kernels/layer_kernels.h).
+/// The float kernels the cases call, as both backends declare them (kernels/backend.h).
 struct Backend {
   void (*conv_forward)(const kernels::Conv2dParams&, const float* x, const float* w, const float* bias, float* y,
                        kernels::Activation act);

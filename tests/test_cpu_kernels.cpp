@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "cpu/conv2d_winograd.h"
-#include "kernels/layer_kernels.h"
+#include "kernels/backend.h"
 #include "minidl/errors.h"
 #include "pool_case.h"
 #include "minidl/threads.h"

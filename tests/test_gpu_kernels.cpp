@@ -18,7 +18,7 @@
 #include <type_traits>
 #include <vector>
 
-#include "kernels/layer_kernels.h"
+#include "kernels/backend.h"
 #include "cuda/context.h"
 #include "cuda/conv2d_direct.h"
 #include "cuda/conv2d_igemm.h"

@@ -22,7 +22,7 @@
 #include <vector>
 
 #include "cuda/context.h"
-#include "kernels/layer_kernels.h"
+#include "kernels/backend.h"
 #include "pool_case.h"
 #include "test_util.h"
 

@@ -4,7 +4,7 @@
 // kernel does for float) in a fixed order, so they are accurate and independent of the thread count.
 #include "cpu/parallel.h"  // first: it defines EIGEN_USE_THREADS, which must precede every Eigen header
 
-#include "kernels/layer_kernels.h"
+#include "kernels/backend.h"
 
 #include <Eigen/Core>
 #include <vector>

@@ -28,7 +28,7 @@
 // weight rows, and Winograd's items by tile rows.
 #include "cpu/parallel.h"  // first: it defines EIGEN_USE_THREADS, which must precede every Eigen header
 
-#include "kernels/layer_kernels.h"
+#include "kernels/backend.h"
 
 #include <algorithm>
 #include <vector>

@@ -6,7 +6,7 @@
 // independent products of (output channels x input channels) by (input channels x tiles) matrices, 16
 // multiplications per tile and channel pair instead of direct convolution's 36 (2.25x fewer FLOPs).
 // conv2d.cpp picks this path; the GEMM path stays for every other shape.
-#include "kernels/layer_kernels.h"
+#include "kernels/backend.h"
 
 namespace minidl {
 namespace cpu {
@@ -20,7 +20,7 @@ constexpr std::int64_t kWinogradMinChannels = 8;
 bool winograd_forward_applies(const kernels::Conv2dParams& p);
 bool winograd_backward_input_applies(const kernels::Conv2dParams& p);
 
-/// conv2d_forward and conv2d_backward_input's contracts (kernels/layer_kernels.h) for parameters that the
+/// conv2d_forward and conv2d_backward_input's contracts (kernels/backend.h) for parameters that the
 /// matching *_applies() accepts (ValueError otherwise).
 template <class T>
 void winograd_conv2d_forward(const kernels::Conv2dParams& p, const T* x, const T* w, const T* bias, T* y,

@@ -1,9 +1,9 @@
-// CPU row gather and scatter-add (see kernels/gather.h), split over the library's thread pool.
+// CPU row gather and scatter-add (see kernels/backend.h), split over the library's thread pool.
 #include <cstring>
 
 #include "cpu/parallel.h"
 #include "kernels/dispatch_types.h"
-#include "kernels/gather.h"
+#include "kernels/backend.h"
 
 namespace minidl {
 namespace cpu {

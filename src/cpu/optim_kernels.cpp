@@ -2,7 +2,7 @@
 // thread pool, by the same per-element functor the CUDA kernels use: an update reads and writes up to five
 // arrays per element, which Eigen's single-output expressions could only express as several passes with the
 // formula written a second time.
-#include "cpu/optim_kernels.h"
+#include "kernels/backend.h"
 
 #include "cpu/cpu_clones.h"
 #include "cpu/parallel.h"

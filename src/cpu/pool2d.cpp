@@ -3,7 +3,7 @@
 // expression Eigen could vectorise.
 #include "cpu/parallel.h"  // first: it defines EIGEN_USE_THREADS, which must precede every Eigen header
 
-#include "kernels/layer_kernels.h"
+#include "kernels/backend.h"
 
 #include <algorithm>
 #include <atomic>

@@ -1,8 +1,8 @@
 // Batch normalisation on the GPU through cuDNN's spatial batch norm (declared with the CPU version in
-// kernels/layer_kernels.h). Null save_mean / save_invstd: the backward recomputes the statistics from x; eval
+// kernels/backend.h). Null save_mean / save_invstd: the backward recomputes the statistics from x; eval
 // without running statistics (both null: the layer tracks none) normalises with the batch statistics, as
 // PyTorch does in that case.
-#include "kernels/layer_kernels.h"
+#include "kernels/backend.h"
 
 #include <cstddef>
 #include <cstdint>

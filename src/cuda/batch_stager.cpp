@@ -1,5 +1,7 @@
 #include "cuda/batch_stager.h"
 
+#include <cuda_runtime.h>
+
 #include <cstring>
 
 #include "cuda/context.h"
@@ -69,14 +71,14 @@ std::size_t BatchStager::data_bytes(std::int64_t rows) const {
 
 std::size_t BatchStager::target_offset(std::int64_t rows) const { return round_up(data_bytes(rows)); }
 
-void BatchStager::stage(int s, const data::Batch& host) {
-  const std::int64_t rows = host.target.numel();
+void BatchStager::stage(int s, const Tensor& data, const Tensor& target) {
+  const std::int64_t rows = target.numel();
   const std::size_t off = slot_bytes_ * static_cast<std::size_t>(s);
   DeviceGuard guard(device_);
   const auto slot = static_cast<std::size_t>(s);
   MINIDL_CUDA_CHECK(cudaEventSynchronize(uploaded_[slot]));
-  std::memcpy(pinned_ + off, host.data.data_ptr(), data_bytes(rows));
-  std::memcpy(pinned_ + off + target_offset(rows), host.target.data_ptr(),
+  std::memcpy(pinned_ + off, data.data_ptr(), data_bytes(rows));
+  std::memcpy(pinned_ + off + target_offset(rows), target.data_ptr(),
               static_cast<std::size_t>(rows) * sizeof(std::int64_t));
   MINIDL_CUDA_CHECK(cudaStreamWaitEvent(side_, consumed_[slot], 0));
   MINIDL_CUDA_CHECK(cudaMemcpyAsync(device_buf_ + off, pinned_ + off,
@@ -85,11 +87,11 @@ void BatchStager::stage(int s, const data::Batch& host) {
   MINIDL_CUDA_CHECK(cudaEventRecord(uploaded_[slot], side_));
 }
 
-data::Batch BatchStager::take(int s, std::int64_t rows) {
+StagedBatch BatchStager::take(int s, std::int64_t rows) {
   const Device dev(kCUDA, device_);
   Shape data_shape{rows};
   data_shape.insert(data_shape.end(), sample_shape_.begin(), sample_shape_.end());
-  data::Batch b{empty(data_shape, TensorOptions(kFloat32).device(dev)), empty({rows}, TensorOptions(kInt64).device(dev))};
+  StagedBatch b{empty(data_shape, TensorOptions(kFloat32).device(dev)), empty({rows}, TensorOptions(kInt64).device(dev))};
   const std::size_t off = slot_bytes_ * static_cast<std::size_t>(s);
   const auto slot = static_cast<std::size_t>(s);
   DeviceGuard guard(device_);

@@ -17,16 +17,26 @@
 // gpu::stream(); that is why batches get a device-to-device copy (a few microseconds at HBM speed) rather
 // than an upload straight into tensors the consumer may free and reuse at once. It also keeps the thread
 // out of any CUDA-graph capture running on gpu::stream().
-#include <cuda_runtime.h>
-
+//
+// The header includes no CUDA header and no data-loader type (it is included by src/data/data_loader.cpp, a
+// host compile unit): streams and events are held by the types cudaStream_t and cudaEvent_t point to.
 #include <cstddef>
 #include <cstdint>
 #include <vector>
 
-#include "minidl/data/dataset.h"
+#include "minidl/tensor.h"
+
+struct CUstream_st;  // cudaStream_t is CUstream_st* (driver_types.h)
+struct CUevent_st;   // cudaEvent_t is CUevent_st*
 
 namespace minidl {
 namespace gpu {
+
+/// A batch as the stager hands it out: float32 data (rows, sample_shape...) and int64 target (rows).
+struct StagedBatch {
+  Tensor data;
+  Tensor target;
+};
 
 class BatchStager {
  public:
@@ -38,12 +48,12 @@ class BatchStager {
   BatchStager(const BatchStager&) = delete;
   BatchStager& operator=(const BatchStager&) = delete;
 
-  /// Producer thread: copies `host` (CPU, float32 (rows, sample_shape...) and int64 (rows)) into slot s and
-  /// queues its upload.
-  void stage(int s, const data::Batch& host);
+  /// Producer thread: copies `data` and `target` (CPU, float32 (rows, sample_shape...) and int64 (rows)) into
+  /// slot s and queues its upload.
+  void stage(int s, const Tensor& data, const Tensor& target);
   /// Consumer thread: the batch of `rows` samples staged in slot s, as new tensors on the device, ready in
   /// gpu::stream() order.
-  data::Batch take(int s, std::int64_t rows);
+  StagedBatch take(int s, std::int64_t rows);
 
  private:
   /// Frees whatever has been obtained; used by the destructor and by a constructor that fails halfway.
@@ -56,10 +66,10 @@ class BatchStager {
   Shape sample_shape_;
   std::int64_t sample_numel_;
   std::size_t slot_bytes_;
-  cudaStream_t side_ = nullptr;
+  CUstream_st* side_ = nullptr;
   char* pinned_ = nullptr;
   char* device_buf_ = nullptr;
-  std::vector<cudaEvent_t> uploaded_, consumed_;
+  std::vector<CUevent_st*> uploaded_, consumed_;
 };
 
 }  // namespace gpu

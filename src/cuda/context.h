@@ -10,6 +10,7 @@
 #include <cstddef>
 #include <string>
 
+#include "cuda/device_guard.h"  // current_device, DeviceGuard
 #include "minidl/errors.h"
 
 namespace minidl {
@@ -19,21 +20,7 @@ namespace gpu {
 [[noreturn]] void throw_cublas_error(cublasStatus_t st, const char* call, const char* file, int line);
 [[noreturn]] void throw_cudnn_error(cudnnStatus_t st, const char* call, const char* file, int line);
 
-/// Device of the current thread (as set by DeviceGuard).
-int current_device();
-/// Makes `index` current for the lifetime of the guard.
-class DeviceGuard {
- public:
-  explicit DeviceGuard(int index);
-  ~DeviceGuard();
-  DeviceGuard(const DeviceGuard&) = delete;
-  DeviceGuard& operator=(const DeviceGuard&) = delete;
-
- private:
-  int prev_;
-};
-
-/// The library's stream on the current device.
+/// The library's stream on the current device (current_device() and DeviceGuard: cuda/device_guard.h).
 cudaStream_t stream();
 /// cuBLAS / cuDNN handles of the current device, bound to stream().
 cublasHandle_t cublas();

@@ -1,4 +1,4 @@
-// 2-d convolution on the GPU (declared with the CPU version in kernels/layer_kernels.h): cuDNN's legacy API,
+// 2-d convolution on the GPU (declared with the CPU version in kernels/backend.h): cuDNN's legacy API,
 // with TF32 allowed and float data minidl's own implicit-GEMM kernels (conv2d_igemm.h) and staged kernels
 // (conv2d_staged.h, each of their band choices), or for short reductions (at most 32 taps) minidl's direct
 // kernels (conv2d_direct.h), whichever is fastest.
@@ -10,7 +10,7 @@
 // kernel where it applies (the direct one first, then the staged one with its cost model's band choice, then the
 // implicit GEMM) and cuDNN's heuristic choice otherwise (and keeps it): run one step eagerly before capturing to
 // get the measured choice. cuda::conv2d_algorithm_choices() reports what was chosen.
-#include "kernels/layer_kernels.h"
+#include "kernels/backend.h"
 
 #include <algorithm>
 #include <array>

@@ -16,7 +16,7 @@ namespace gpu {
 /// (their weights are staged in shared memory), and every offset within 32 bits except an image's base.
 bool direct_conv_supports(const kernels::Conv2dParams& p);
 
-/// y = act(conv(x, w) + bias) (bias may be null). Same layouts as kernels/layer_kernels.h.
+/// y = act(conv(x, w) + bias) (bias may be null). Same layouts as kernels/backend.h.
 template <class T>
 void direct_conv2d_forward(const kernels::Conv2dParams& p, const T* x, const T* w, const T* bias, T* y,
                            kernels::Activation act);

@@ -16,7 +16,7 @@ enum class ConvPass { kForward, kBackwardInput, kBackwardWeight };
 /// 32-bit integers, and for the input gradient stride 1.
 bool igemm_supports(const kernels::Conv2dParams& p, ConvPass pass);
 
-/// y = act(conv(x, w) + bias) (bias may be null). Same layouts as kernels/layer_kernels.h.
+/// y = act(conv(x, w) + bias) (bias may be null). Same layouts as kernels/backend.h.
 void igemm_conv2d_forward(const kernels::Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
                           kernels::Activation act);
 /// dx = gradient of the convolution w.r.t. x; overwrites dx.

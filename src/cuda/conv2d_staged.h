@@ -33,7 +33,7 @@ namespace gpu {
 std::vector<int> staged_band_choices(const kernels::Conv2dParams& p, ConvPass pass);
 
 /// y = act(conv(x, w) + bias) (bias may be null), in `bands` blocks per image and 32 output channels (one of
-/// staged_band_choices). Same layouts as kernels/layer_kernels.h.
+/// staged_band_choices). Same layouts as kernels/backend.h.
 void staged_conv2d_forward(const kernels::Conv2dParams& p, const float* x, const float* w, const float* bias, float* y,
                            kernels::Activation act, int bands);
 /// dx = gradient of the convolution w.r.t. x (stride 1); overwrites dx.

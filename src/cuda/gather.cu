@@ -1,8 +1,7 @@
-// CUDA row gather and scatter-add (see kernels/gather.h), queued on gpu::stream().
+// CUDA row gather and scatter-add (see kernels/backend.h), queued on gpu::stream().
 #include "cuda/context.h"
 #include "kernels/backend.h"
 #include "kernels/dispatch_types.h"
-#include "kernels/gather.h"
 
 namespace minidl {
 namespace gpu {

@@ -1,11 +1,11 @@
-// Multi-tensor optimizer kernels (see cuda/optim_kernels.h). Block row y of the update kernel works on tensor y
+// Multi-tensor optimizer kernels (see kernels/backend.h). Block row y of the update kernel works on tensor y
 // of the group with a grid-stride loop; each thread builds the update functor once from the learning rate and
 // the tensor's step counter, both read from device memory so that a captured step follows set_lr() and counts
 // its replays.
 #include <algorithm>
 
 #include "cuda/context.h"
-#include "cuda/optim_kernels.h"
+#include "kernels/backend.h"
 #include "kernels/dispatch_types.h"
 
 namespace minidl {

@@ -1,11 +1,11 @@
-// 2-d max and average pooling on the GPU (declared with the CPU version in kernels/layer_kernels.h). Own kernels
+// 2-d max and average pooling on the GPU (declared with the CPU version in kernels/backend.h). Own kernels
 // rather than cuDNN's, because the max-pool backward works from the argmax indices the forward saved (as the
 // CPU backend does) instead of re-reading x and y. Backward passes gather (every input element sums over the
 // output windows that cover it) or, for tiling windows, write each window once: no atomics, deterministic.
 // Windows two wide at stride two along w (the usual 2x2 pooling) have their own max-pool kernels, in which a
 // thread takes neighbouring outputs with wide loads and stores: with one output and scalar accesses per
 // thread, a warp's accesses were 8-byte pairs, and the passes ran at about two thirds of the copy bandwidth.
-#include "kernels/layer_kernels.h"
+#include "kernels/backend.h"
 
 #include <algorithm>
 #include <cstdint>

@@ -13,7 +13,6 @@
 #include "core/tensor_impl.h"
 #include "cpu/parallel.h"
 #include "kernels/backend.h"
-#include "kernels/gather.h"
 #include "minidl/config.h"
 #if MINIDL_CUDA_ENABLED
 #include "cuda/batch_stager.h"
@@ -196,7 +195,7 @@ struct DataLoader::State {
     Batch batch = gather_host(b);
 #if MINIDL_CUDA_ENABLED
     if (stager) {
-      stager->stage(static_cast<int>(b % depth()), batch);
+      stager->stage(static_cast<int>(b % depth()), batch.data, batch.target);
       return {};
     }
 #endif
@@ -305,7 +304,10 @@ std::optional<Batch> DataLoader::next() {
   } else if (s.prefetcher) {
     out = s.prefetcher->pop();
 #if MINIDL_CUDA_ENABLED
-    if (s.stager) out = s.stager->take(static_cast<int>(b % s.depth()), s.rows(b));
+    if (s.stager) {
+      gpu::StagedBatch staged = s.stager->take(static_cast<int>(b % s.depth()), s.rows(b));
+      out = {std::move(staged.data), std::move(staged.target)};
+    }
 #endif
     s.prefetcher->release();
   } else {

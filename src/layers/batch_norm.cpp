@@ -2,7 +2,7 @@
 // backward); eval mode is an affine map of the input, composed from elementwise ops.
 #include <cmath>
 
-#include "layers/layer_dispatch.h"
+#include "layers/layer_utils.h"
 #include "minidl/nn/functional.h"
 
 namespace minidl {

@@ -2,7 +2,7 @@
 // own GEMM on the CPU). conv2d_relu applies the ReLU in the forward kernel's epilogue, so the convolution's
 // output is written once instead of written, read and written again by a separate ReLU; its backward masks the
 // incoming gradient with the saved output (ReLU's rule) and continues as conv2d's.
-#include "layers/layer_dispatch.h"
+#include "layers/layer_utils.h"
 #include "minidl/nn/functional.h"
 #include "ops/op_utils.h"
 

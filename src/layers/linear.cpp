@@ -1,7 +1,7 @@
 // linear and linear_relu: one GEMM with the weight used transposed in place (no copy), then the bias broadcast
 // over rows; linear_relu adds the bias and applies the ReLU in that same pass (or, without a bias, applies the
 // ReLU in place), and its backward masks the incoming gradient with the saved output before linear's rule.
-#include "layers/layer_dispatch.h"
+#include "layers/layer_utils.h"
 #include "minidl/nn/functional.h"
 #include "ops/op_utils.h"
 

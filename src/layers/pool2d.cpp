@@ -1,5 +1,5 @@
 // Pooling: max (with argmax indices for backward), average, adaptive average.
-#include "layers/layer_dispatch.h"
+#include "layers/layer_utils.h"
 #include "minidl/nn/functional.h"
 
 namespace minidl {

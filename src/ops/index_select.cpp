@@ -2,7 +2,7 @@
 // any order come from the same two kernels (kernels/gather.h).
 #include "minidl/indexing.h"
 
-#include "kernels/gather.h"
+#include "kernels/backend.h"
 #include "ops/op_utils.h"
 
 namespace minidl {

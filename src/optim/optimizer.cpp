@@ -7,13 +7,9 @@
 #include <set>
 
 #include "core/tensor_impl.h"
-#include "cpu/optim_kernels.h"
 #include "kernels/backend.h"
 #include "kernels/optim_update.h"
 #include "minidl/autograd.h"
-#if MINIDL_CUDA_ENABLED
-#include "cuda/optim_kernels.h"
-#endif
 
 namespace minidl {
 namespace optim {

@@ -1,9 +1,7 @@
 #pragma once
-// Routes a layer kernel (templated on the element type, same name in minidl::cpu and minidl::gpu) to the
-// tensor's device: MINIDL_LAYER_KERNEL(x, conv2d_forward, p, ptr<T>(x), ...). Inside the call `T` is the
-// element type.
-#include "kernels/dispatch_types.h"
-#include "kernels/layer_kernels.h"
+// Helpers of the layer ops. A layer kernel is routed to the tensor's device by MINIDL_LAYER_KERNEL
+// (kernels/backend.h): MINIDL_LAYER_KERNEL(x, conv2d_forward, p, layers::ptr<T>(x), ...).
+#include "kernels/backend.h"
 #include "ops/op_utils.h"
 
 namespace minidl {
@@ -19,9 +17,3 @@ T* ptr(const Tensor& t) {
 }
 }  // namespace layers
 }  // namespace minidl
-
-#define MINIDL_LAYER_KERNEL(tensor, name, ...)                                       \
-  ::minidl::kernels::dispatch_floating((tensor).dtype(), #name, [&](auto tag_) {    \
-    using T = typename decltype(tag_)::type;                                        \
-    MINIDL_ON_BACKEND((tensor).device(), name<T>(__VA_ARGS__));                     \
-  })

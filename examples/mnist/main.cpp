@@ -9,6 +9,7 @@
 #include <minidl/io/checkpoint.h>
 #include <minidl/minidl.h>
 #include <minidl/random.h>
+#include <minidl/run_main.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -48,32 +49,38 @@ std::string find_data_dir(const std::string& flag) {
       "put MNIST's files into data/mnist, or pass --data DIR");
 }
 
+/// Why no GPU is usable: the first problem minidl's diagnosis finds (what `minidl info` prints first).
+std::string no_gpu_reason() {
+  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+  for (const auto& d : minidl::diagnose(minidl::cuda::versions(), minidl::cuda::devices(),
+                                        cvd ? std::optional<std::string>(cvd) : std::nullopt)) {
+    if (d.severity != "ok") return d.problem;
+  }
+  return "no usable GPU";
+}
+
 /// --device auto: the GPU when usable, else the CPU with one line saying why.
 Device pick_device(const std::string& name) {
   if (name == "cpu") return Device(minidl::kCPU);
   if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
     if (!minidl::cuda::is_available()) {
-      throw minidl::ValueError("--device " + name + ": no usable GPU (run `minidl info` for the reason and the fix)");
+      throw minidl::ValueError("--device " + name + ": no usable GPU: " + no_gpu_reason() +
+                               " (run `minidl info` for the full diagnosis and the fix)");
     }
     return Device(name);
   }
   if (minidl::cuda::is_available()) return Device(minidl::kCUDA, 0);
-  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
-  std::string why = "no usable GPU";
-  for (const auto& d : minidl::diagnose(minidl::cuda::versions(), minidl::cuda::devices(),
-                                        cvd ? std::optional<std::string>(cvd) : std::nullopt)) {
-    if (d.severity != "ok") {
-      why = d.problem;
-      break;
-    }
-  }
-  spdlog::info("--device auto: training on the CPU ({})", why);
+  spdlog::info("--device auto: training on the CPU ({})", no_gpu_reason());
   return Device(minidl::kCPU);
 }
 
+/// --normalization: by name, or (auto) from the training images' statistics, logging what was chosen and why.
 minidl::data::Normalization normalization_for(const Options& o, const std::string& dir) {
-  if (o.normalization == "auto") return minidl::data::MnistDataset::guess_normalization(dir);
-  return minidl::data::Normalization::from_name(o.normalization);
+  if (o.normalization != "auto") return minidl::data::Normalization::from_name(o.normalization);
+  const minidl::data::NormalizationChoice c = minidl::data::MnistDataset::choose_normalization(dir);
+  spdlog::info("--normalization auto: {} statistics (mean {}, std {}): {}", c.dataset, c.normalization.mean,
+               c.normalization.std, c.reason);
+  return c.normalization;
 }
 
 /// --download: MNIST into --data (default data/mnist); returns the directory.
@@ -187,9 +194,8 @@ void print_summary(const std::vector<RunSummary>& runs) {
   }
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// main's body.
+int run_program(int argc, char** argv) {
   CLI::App app{"mnist_train: train the classic MNIST CNN with minidl"};
   Options o;
   mnist::add_options(app, o);
@@ -200,12 +206,7 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  try {
-    if (o.gpus > 1 && !minidl::distributed::launched_as_rank()) return relaunch_as_ranks(o, argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mnist_train: error: %s\n", e.what());
-    return 1;
-  }
+  if (o.gpus > 1 && !minidl::distributed::launched_as_rank()) return relaunch_as_ranks(o, argc, argv);
 
   try {
     spdlog::set_level(spdlog::level::from_str(o.log_level));
@@ -232,6 +233,8 @@ int main(int argc, char** argv) {
     const auto norm = normalization_for(o, dir);
     auto train_set = std::make_shared<minidl::data::MnistDataset>(minidl::data::MnistDataset::load(dir, true, norm));
     auto test_set = std::make_shared<minidl::data::MnistDataset>(minidl::data::MnistDataset::load(dir, false, norm));
+    mnist::require_input_size(*train_set);
+    mnist::require_input_size(*test_set);
     if (o.train_limit > 0) train_set->limit(o.train_limit);
     if (o.test_limit > 0) test_set->limit(o.test_limit);
     spdlog::info("data: {} ({} train, {} test images; normalisation mean {} std {}), {} CPU threads", dir,
@@ -244,7 +247,7 @@ int main(int argc, char** argv) {
     std::vector<RunSummary> runs;
     if (o.compare) {
       if (!minidl::cuda::is_available()) {
-        spdlog::warn("--compare: no usable GPU (see `minidl info`); training on the CPU only");
+        spdlog::warn("--compare: no usable GPU ({}; see `minidl info`); training on the CPU only", no_gpu_reason());
       }
       runs.push_back(run(o, Device(minidl::kCPU), train_set, test_set, metrics.get()));
       if (minidl::cuda::is_available()) runs.push_back(run(o, Device(minidl::kCUDA, 0), train_set, test_set, metrics.get()));
@@ -258,11 +261,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "mnist_train: %s\n", e.what());
     return 130;  // 128 + SIGINT, as a shell reports a process killed by Ctrl-C
   } catch (const minidl::OutOfMemoryError& e) {
-    std::fprintf(stderr, "mnist_train: error: %s\nTry a smaller --batch-size.\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mnist_train: error: %s\n", e.what());
+    minidl::print_error("mnist_train", e);
+    std::fprintf(stderr, "Try a smaller --batch-size.\n");
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+// Every other error: its type and message on stderr, exit status 1 (minidl::run_main).
+int main(int argc, char** argv) {
+  return minidl::run_main("mnist_train", [&] { return run_program(argc, argv); });
 }

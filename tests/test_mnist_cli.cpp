@@ -219,6 +219,31 @@ TEST_F(MnistCli, AutoNormalizationDecidesFromTheDataAndSaysWhy) {
   EXPECT_NE(f.out.find("--normalization auto: Fashion-MNIST statistics"), std::string::npos) << f.out;
 }
 
+TEST_F(MnistCli, CompareReportsTheSteadyEpochTimeAndTheOneTimeCostApart) {
+  const fs::path csv = path("metrics.csv");
+  const mnist::ProcessResult r = run({"--compare", "--epochs", "1", "--metrics", csv.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The CSV keeps the epoch's whole time; the table gives the steady state, the one-time cost on its own line.
+  const std::vector<std::string> rows = split(slurp(csv), '\n');
+  ASSERT_GE(rows.size(), 2u);
+  const double total = parse_number(split(rows[1], ',')[5]);
+  const std::size_t row = r.out.find("\ncpu ");
+  ASSERT_NE(row, std::string::npos) << r.out;
+  std::istringstream table(r.out.substr(row + 1));
+  std::string device;
+  double steady = 0;
+  table >> device >> steady;
+  const std::size_t line = r.out.find("cpu: one-time cost ");
+  ASSERT_NE(line, std::string::npos) << r.out;
+  const double one_time = parse_number(split(r.out.substr(line + 19), ' ')[0]);
+  EXPECT_GT(steady, 0) << r.out;
+  EXPECT_GE(one_time, 0) << r.out;
+  EXPECT_LT(steady, total) << r.out;
+  EXPECT_NEAR(steady + one_time, total, 2e-3) << "the table's parts do not add up to the CSV's " << total << "\n"
+                                              << r.out;
+  EXPECT_NE(r.out.find("not in the epoch time above"), std::string::npos) << r.out;
+}
+
 TEST_F(MnistCli, DeviceCudaWithoutAGpuPrintsTheDiagnosisAndTheHint) {
   if (minidl::cuda::is_available()) GTEST_SKIP() << "a GPU is usable here: --device cuda trains on it";
   const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");

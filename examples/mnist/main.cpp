@@ -10,6 +10,7 @@
 #include <minidl/minidl.h>
 #include <minidl/random.h>
 #include <minidl/run_main.h>
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -151,8 +152,13 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
     r.epoch = epoch;
     r.train = trainer.train_epoch(epoch);
     r.test = trainer.evaluate();
-    spdlog::info("epoch {} on {}: train loss {:.4f} acc {:.4f} ({:.2f} s, {:.0f} img/s) | test loss {:.4f} acc {:.4f}",
+    spdlog::info("epoch {} on {}: train loss {:.4f} acc {:.4f} ({:.2f} s, {:.0f} img/s{}) | test loss {:.4f} "
+                 "acc {:.4f}",
                  epoch, device.str(), r.train.loss, r.train.accuracy, r.train.seconds, r.train.images_per_s,
+                 r.train.timing.one_time_steps > 0
+                     ? fmt::format("; {:.2f} s of it one-time work in {} step(s)", r.train.timing.one_time_seconds,
+                                   r.train.timing.one_time_steps)
+                     : std::string(),
                  r.test.loss, r.test.accuracy);
     if (metrics && leader) {
       metrics->write(epoch, device.str(), "train", r.train);
@@ -175,23 +181,42 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
   return summary;
 }
 
+/// The table of the runs: the steady-state epoch time (the first epoch's one-time work, such as the algorithm
+/// search, warm-up and graph capture, taken out: see examples/common/epoch_clock.h), and that one-time cost on a
+/// line of its own below.
 void print_summary(const std::vector<RunSummary>& runs) {
   std::printf("\n%-8s %10s %12s %10s %10s\n", "device", "epoch s", "images/s", "test acc", "speedup");
   double cpu_seconds = 0;
+  std::vector<std::string> one_time_lines;
   for (const auto& r : runs) {
     if (r.epochs.empty()) continue;
-    double secs = 0, ips = 0;
+    double secs = 0, one_time = 0, images = 0;
+    std::int64_t one_time_steps = 0;
+    bool measured = true;
     for (const auto& e : r.epochs) {
-      secs += e.train.seconds;
-      ips += e.train.images_per_s;
+      secs += e.train.timing.steady_seconds;
+      one_time += e.train.timing.one_time_seconds;
+      one_time_steps += e.train.timing.one_time_steps;
+      images += e.train.images_per_s * e.train.seconds;
+      measured = measured && e.train.timing.steady_measured;
     }
+    const double ips = images / secs;
     secs /= static_cast<double>(r.epochs.size());
-    ips /= static_cast<double>(r.epochs.size());
     if (r.device.is_cpu()) cpu_seconds = secs;
     const std::string speedup = cpu_seconds > 0 && r.device.is_cuda() ? std::to_string(cpu_seconds / secs) + "x" : "";
     std::printf("%-8s %10.3f %12.0f %10.4f %10s\n", r.device.str().c_str(), secs, ips,
                 r.epochs.back().test.accuracy, speedup.c_str());
+    one_time_lines.push_back(
+        measured ? fmt::format("{}: one-time cost {:.3f} s in {} step(s) ({}), not in the epoch time above",
+                               r.device.str(), one_time, one_time_steps,
+                               r.device.is_cuda() ? "algorithm search, warm-up steps, CUDA-graph capture, first step "
+                                                    "of each batch size"
+                                                  : "first step of each batch size")
+                 : fmt::format("{}: every step did one-time work, so the epoch time above includes it (more data "
+                               "or epochs give a steady-state time)",
+                               r.device.str()));
   }
+  for (const std::string& line : one_time_lines) std::printf("%s\n", line.c_str());
 }
 
 /// main's body.

@@ -5,6 +5,7 @@
 // candidate that ran, fastest first.
 #include <cudnn.h>
 #include <minidl/minidl.h>
+#include <minidl/run_main.h>
 
 #include <algorithm>
 #include <cstdio>
@@ -60,7 +61,8 @@ void print(const char* conv, int batch, const char* layout, const char* math, co
 
 }  // namespace
 
-int main() {
+/// main's body; main runs it under minidl::run_main.
+int run_program() {
   if (!minidl::cuda::is_available()) {
     std::printf("bench_conv_algos: skipped, no usable CUDA device\n");
     return 0;
@@ -129,4 +131,8 @@ int main() {
   check(cudaFree(ws), "cudaFree");
   cudnnDestroy(h);
   return 0;
+}
+
+int main() {
+  return minidl::run_main("bench_conv_algos", [&] { return run_program(); });
 }

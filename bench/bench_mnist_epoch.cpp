@@ -4,6 +4,7 @@
 // the timing. Prints one RESULT line per configuration; bench/compare.py turns them into a table.
 #include <CLI/CLI.hpp>
 #include <minidl/minidl.h>
+#include <minidl/run_main.h>
 
 #include <chrono>
 #include <cstdio>
@@ -51,7 +52,8 @@ std::vector<std::string> split(const std::string& s) {
 }
 }  // namespace
 
-int main(int argc, char** argv) {
+/// main's body; main runs it under minidl::run_main.
+int run_program(int argc, char** argv) {
   CLI::App app{"bench_mnist_epoch: epoch time of the example CNN"};
   std::string data = "/usr/share/datasets/fashion-mnist", device = "cuda", batches = "64,256", modes = "graph",
               tf32 = "on";
@@ -131,4 +133,8 @@ int main(int argc, char** argv) {
     for (const std::string& choice : minidl::cuda::conv2d_algorithm_choices()) std::printf("CONV %s\n", choice.c_str());
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return minidl::run_main("bench_mnist_epoch", [&] { return run_program(argc, argv); });
 }

@@ -14,6 +14,7 @@
 //   build/bench/bench_ops_cpu --benchmark_filter=conv2 --benchmark_min_time=0.5
 #include <benchmark/benchmark.h>
 #include <minidl/minidl.h>
+#include <minidl/run_main.h>
 
 #include <fstream>
 #include <random>
@@ -112,7 +113,8 @@ void thread_args(benchmark::internal::Benchmark* b) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+/// main's body; main runs it under minidl::run_main.
+int run_program(int argc, char** argv) {
   using minidl::bench::ConvCase;
   using minidl::bench::LinearCase;
   minidl::manual_seed(0);
@@ -139,4 +141,8 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return minidl::run_main("bench_ops_cpu", [&] { return run_program(argc, argv); });
 }

@@ -23,6 +23,7 @@
 // Without a usable GPU it prints why and exits with status 0.
 #include <benchmark/benchmark.h>
 #include <minidl/minidl.h>
+#include <minidl/run_main.h>
 
 #include <algorithm>
 #include <cstring>
@@ -246,7 +247,8 @@ bool parse_launch(int& argc, char** argv) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+/// main's body; main runs it under minidl::run_main.
+int run_program(int argc, char** argv) {
   if (!parse_launch(argc, argv)) return 1;
   if (!minidl::cuda::is_available()) {
     const std::string why = minidl::cuda::versions().error;
@@ -298,4 +300,8 @@ int main(int argc, char** argv) {
   benchmark::RunSpecifiedBenchmarks();
   benchmark::Shutdown();
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return minidl::run_main("bench_ops_gpu", [&] { return run_program(argc, argv); });
 }

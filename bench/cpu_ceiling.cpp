@@ -12,6 +12,7 @@
 // totals at two thread counts bound the speedup a program can show there (bench/cpu_scaling.py --ceiling runs
 // this beside the training benchmark, round by round).
 #include <CLI/CLI.hpp>
+#include <minidl/run_main.h>
 
 #include <algorithm>
 #include <atomic>
@@ -124,7 +125,8 @@ std::vector<std::string> split(const std::string& s) {
 
 }  // namespace
 
-int main(int argc, char** argv) {
+/// main's body; main runs it under minidl::run_main.
+int run_program(int argc, char** argv) {
   CLI::App app{"cpu_ceiling: per-thread and total rates of FMAs, an in-cache GEMM and streaming, all threads at once"};
   int threads = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   double seconds = 1.0;
@@ -160,4 +162,8 @@ int main(int argc, char** argv) {
                 threads, kernel.unit, total, rates.front(), rates[rates.size() / 2], rates.back());
   }
   return 0;
+}
+
+int main(int argc, char** argv) {
+  return minidl::run_main("cpu_ceiling", [&] { return run_program(argc, argv); });
 }

@@ -20,6 +20,7 @@
 #include <stdexcept>
 #include <string>
 #include <thread>
+#include <tuple>
 #include <vector>
 
 #include "idx_corpus.h"
@@ -258,8 +259,52 @@ TEST_F(SyntheticMnist, NormalizationConstantsAndNames) {
   EXPECT_EQ(Normalization::from_name("fashion_mnist").std, 0.3530);
   EXPECT_EQ(Normalization::from_name("none").std, 1.0);
   expect_error<ValueError>([] { Normalization::from_name("cifar"); }, {"cifar", "fashion-mnist"}, "from_name");
-  EXPECT_EQ(MnistDataset::guess_normalization("/data/Fashion-MNIST/raw").mean, 0.2860);
-  EXPECT_EQ(MnistDataset::guess_normalization("/data/mnist").mean, 0.1307);
+}
+
+/// Training images of `count` pixels, `q` of them of byte `v` and the rest 0: mean q v/255 and std
+/// sqrt(q (1 - q)) v/255, which sets either known dataset's statistics with the right v and q.
+Bytes two_level_pixels(std::size_t count, std::uint8_t v, double q) {
+  Bytes pixels(count, 0);
+  const auto n = static_cast<std::size_t>(std::lround(q * static_cast<double>(count)));
+  for (std::size_t i = 0; i < n; ++i) pixels[i * count / n] = v;
+  return pixels;
+}
+
+TEST_F(SyntheticMnist, AutoNormalizationDecidesFromTheDataNotFromThePath) {
+  const auto u32 = [](std::int64_t v) { return static_cast<std::uint32_t>(v); };
+  const std::size_t count = static_cast<std::size_t>(kTrain * kRows * kCols);
+  // Fashion-MNIST's statistics (0.2860, 0.3530) in a folder named like MNIST, and MNIST's in one named like
+  // Fashion-MNIST: the names must not matter.
+  const fs::path fashion_data = dir_ / "mnist", mnist_data = dir_ / "Fashion-MNIST";
+  for (const auto& [where, v, q] : {std::tuple{fashion_data, std::uint8_t{184}, 0.3964},
+                                    std::tuple{mnist_data, std::uint8_t{218}, 0.1529}}) {
+    fs::create_directories(where);
+    const Bytes bytes = idx_corpus::idx_file({u32(kTrain), u32(kRows), u32(kCols)}, two_level_pixels(count, v, q));
+    std::ofstream(where / "train-images-idx3-ubyte", std::ios::binary)
+        .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  }
+  const NormalizationChoice fashion = MnistDataset::choose_normalization(fashion_data.string());
+  EXPECT_EQ(fashion.dataset, "Fashion-MNIST");
+  EXPECT_EQ(fashion.normalization.mean, Normalization::fashion_mnist().mean);
+  EXPECT_EQ(fashion.normalization.std, Normalization::fashion_mnist().std);
+  for (const char* part : {"train-images-idx3-ubyte", "pixel mean 0.28", "Fashion-MNIST's"}) {
+    EXPECT_NE(fashion.reason.find(part), std::string::npos) << fashion.reason;
+  }
+  const NormalizationChoice mnist = MnistDataset::choose_normalization(mnist_data.string());
+  EXPECT_EQ(mnist.dataset, "MNIST");
+  EXPECT_EQ(mnist.normalization.mean, Normalization::mnist().mean);
+  EXPECT_EQ(mnist.normalization.std, Normalization::mnist().std);
+  EXPECT_NE(mnist.reason.find("pixel mean 0.13"), std::string::npos) << mnist.reason;
+  // The fixture's uniform random bytes (mean 0.5, std 0.29) are neither: their own statistics are used.
+  const NormalizationChoice other = MnistDataset::choose_normalization(dir_.string());
+  EXPECT_EQ(other.dataset, "unrecognised data");
+  EXPECT_NEAR(other.normalization.mean, 0.5, 0.05);
+  EXPECT_NEAR(other.normalization.std, 1.0 / std::sqrt(12.0), 0.05);
+  EXPECT_NE(other.reason.find("own statistics"), std::string::npos) << other.reason;
+  // The choice reads the training images, so it names them when they are missing.
+  fs::create_directories(dir_ / "empty");
+  expect_error<IOError>([&] { MnistDataset::choose_normalization((dir_ / "empty").string()); },
+                        {"train-images-idx3-ubyte"}, "choose_normalization");
 }
 
 TEST_F(SyntheticMnist, MissingFilesAreListed) {

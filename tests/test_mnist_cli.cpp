@@ -4,6 +4,7 @@
 // reads.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 #include <cstring>
@@ -15,9 +16,11 @@
 #include <optional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "idx_corpus.h"
+#include "minidl/diagnose.h"
 #include "minidl/distributed/process_group.h"
 #include "minidl/io/checkpoint.h"
 #include "minidl/io/safetensors.h"
@@ -85,9 +88,13 @@ class MnistCli : public ::testing::Test {
 
   fs::path path(const std::string& name) const { return dir_ / name; }
 
-  /// mnist_train with `args` (quiet, on the CPU, on the test's data unless `args` names --data).
+  /// mnist_train with `args` (quiet and on the CPU unless `args` names --log-level or --device, on the test's data
+  /// unless `args` names --data).
   mnist::ProcessResult run(std::vector<std::string> args, bool with_data = true) const {
-    std::vector<std::string> argv = {MNIST_TRAIN_BINARY, "--no-progress", "--log-level", "warn", "--device", "cpu"};
+    std::vector<std::string> argv = {MNIST_TRAIN_BINARY, "--no-progress"};
+    for (const auto& [flag, value] : {std::pair{"--log-level", "warn"}, std::pair{"--device", "cpu"}}) {
+      if (std::find(args.begin(), args.end(), flag) == args.end()) argv.insert(argv.end(), {flag, value});
+    }
     if (with_data) argv.insert(argv.end(), {"--data", data_.string()});
     argv.insert(argv.end(), args.begin(), args.end());
     const std::optional<mnist::ProcessResult> r = mnist::run_process(argv, 1 << 26);
@@ -177,7 +184,80 @@ TEST_F(MnistCli, BadDataIsARuntimeError) {
   expect_error({"--data", path("empty").string()}, 1, {"mnist_train: error:", "train-images-idx3-ubyte"}, false);
   // Labels out of range: the reader names the file and the value.
   spit(data_ / "t10k-labels-idx1-ubyte", corpus::labels_file(corpus::Bytes(kTest, 10)));
-  expect_error({}, 1, {"mnist_train: error:", "t10k-labels-idx1-ubyte"});
+  expect_error({}, 1, {"mnist_train: error: minidl::FormatError:", "t10k-labels-idx1-ubyte"});
+}
+
+TEST_F(MnistCli, ImagesOfAnotherSizeAreRejectedAtLoadNamingTheFileAndBothSizes) {
+  // A valid IDX file, but of 28x27 images: without the check the network fails deep inside (fc1's input).
+  spit(data_ / "t10k-images-idx3-ubyte", corpus::images_file(kTest, 28, 27, corpus::random_bytes(kTest * 28 * 27, 27)));
+  expect_error({}, 1, {"mnist_train: error: minidl::FormatError:", (data_ / "t10k-images-idx3-ubyte").string(),
+                       "images of 28x28", "found images of 28x27"});
+}
+
+TEST_F(MnistCli, AutoNormalizationDecidesFromTheDataAndSaysWhy) {
+  // The fixture's random pixels are neither MNIST nor Fashion-MNIST (the folder's name plays no part).
+  const mnist::ProcessResult r = run({"--log-level", "info", "--epochs", "1", "--train-limit", "64", "--test-limit",
+                                      "32"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  for (const char* part : {"--normalization auto: unrecognised data statistics", "train-images-idx3-ubyte.gz",
+                           "has pixel mean 0.", "own statistics"}) {
+    EXPECT_NE(r.out.find(part), std::string::npos) << "stdout lacks \"" << part << "\":\n" << r.out;
+  }
+  // Fashion-MNIST's statistics in a folder named "mnist": a two-level image set with its mean and std.
+  const fs::path named_mnist = path("mnist");
+  fs::create_directories(named_mnist);
+  for (const char* f : {"train-labels-idx1-ubyte.gz", "t10k-images-idx3-ubyte", "t10k-labels-idx1-ubyte"}) {
+    fs::copy_file(data_ / f, named_mnist / f);
+  }
+  // 39.6% of the pixels at 184 (0.7216), the rest 0: mean 0.2857 and std 0.3529, Fashion-MNIST's 0.2860 and 0.3530.
+  corpus::Bytes pixels(std::size_t{kTrain} * 28 * 28, 0);
+  for (std::size_t i = 0; i < pixels.size(); ++i) pixels[i] = i % 1000 < 396 ? 184 : 0;
+  spit(named_mnist / "train-images-idx3-ubyte", corpus::images_file(kTrain, 28, 28, pixels));
+  const mnist::ProcessResult f = run({"--data", named_mnist.string(), "--log-level", "info", "--epochs", "1",
+                                      "--train-limit", "64", "--test-limit", "32"}, false);
+  ASSERT_EQ(f.exit_code, 0) << f.err;
+  EXPECT_NE(f.out.find("--normalization auto: Fashion-MNIST statistics"), std::string::npos) << f.out;
+}
+
+TEST_F(MnistCli, CompareReportsTheSteadyEpochTimeAndTheOneTimeCostApart) {
+  const fs::path csv = path("metrics.csv");
+  const mnist::ProcessResult r = run({"--compare", "--epochs", "1", "--metrics", csv.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  // The CSV keeps the epoch's whole time; the table gives the steady state, the one-time cost on its own line.
+  const std::vector<std::string> rows = split(slurp(csv), '\n');
+  ASSERT_GE(rows.size(), 2u);
+  const double total = parse_number(split(rows[1], ',')[5]);
+  const std::size_t row = r.out.find("\ncpu ");
+  ASSERT_NE(row, std::string::npos) << r.out;
+  std::istringstream table(r.out.substr(row + 1));
+  std::string device;
+  double steady = 0;
+  table >> device >> steady;
+  const std::size_t line = r.out.find("cpu: one-time cost ");
+  ASSERT_NE(line, std::string::npos) << r.out;
+  const double one_time = parse_number(split(r.out.substr(line + 19), ' ')[0]);
+  EXPECT_GT(steady, 0) << r.out;
+  EXPECT_GE(one_time, 0) << r.out;
+  EXPECT_LT(steady, total) << r.out;
+  EXPECT_NEAR(steady + one_time, total, 2e-3) << "the table's parts do not add up to the CSV's " << total << "\n"
+                                              << r.out;
+  EXPECT_NE(r.out.find("not in the epoch time above"), std::string::npos) << r.out;
+}
+
+TEST_F(MnistCli, DeviceCudaWithoutAGpuPrintsTheDiagnosisAndTheHint) {
+  if (minidl::cuda::is_available()) GTEST_SKIP() << "a GPU is usable here: --device cuda trains on it";
+  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+  std::string problem;
+  for (const auto& d : minidl::diagnose(minidl::cuda::versions(), minidl::cuda::devices(),
+                                        cvd ? std::optional<std::string>(cvd) : std::nullopt)) {
+    if (d.severity != "ok") {
+      problem = d.problem;
+      break;
+    }
+  }
+  ASSERT_FALSE(problem.empty()) << "the diagnosis finds no problem although no GPU is usable";
+  expect_error({"--device", "cuda", "--epochs", "1", "--train-limit", "64"}, 1,
+               {"--device cuda: no usable GPU: " + problem, "minidl info"});
 }
 
 TEST_F(MnistCli, CorruptCheckpointIsARuntimeError) {
@@ -256,8 +336,8 @@ TEST_F(MnistCli, ResumeContinuesBitwiseExactly) {
 
 TEST_F(MnistCli, ExportLogitsWritesInputsAndTheModelsLogits) {
   const fs::path model = path("model.safetensors"), logits = path("logits.safetensors");
-  const mnist::ProcessResult r = run({"--epochs", "1", "--train-limit", "128", "--save", model.string(),
-                                      "--export-logits", logits.string()});
+  const mnist::ProcessResult r = run({"--epochs", "1", "--train-limit", "128", "--normalization", "mnist", "--save",
+                                      model.string(), "--export-logits", logits.string()});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   const std::map<std::string, minidl::Tensor> saved = [&] {
     std::map<std::string, minidl::Tensor> m;
@@ -274,7 +354,7 @@ TEST_F(MnistCli, ExportLogitsWritesInputsAndTheModelsLogits) {
   ASSERT_EQ(input.sizes(), (minidl::Shape{16, 1, 28, 28}));
   ASSERT_EQ(out.sizes(), (minidl::Shape{16, 10}));
 
-  // The input is the first 16 test images, normalised with MNIST's statistics (the data path has no "fashion").
+  // The input is the first 16 test images, normalised with MNIST's statistics (--normalization mnist).
   const std::vector<float> x = input.to_vector<float>();
   for (std::size_t i = 0; i < x.size(); ++i) {
     const double expected = (test_pixels_[i] / 255.0 - 0.1307) / 0.3081;

@@ -220,6 +220,42 @@ TEST(Modules, ToDTypeConvertsInPlace) {
   EXPECT_EQ(values(w), before);
 }
 
+// A user's module declared the LibTorch way, without a name of its own: it prints under its class name.
+struct TinyNetImpl : nn::Module {
+  TinyNetImpl() : conv1(nn::Conv2dOptions(1, 4, 3)), fc(4, 2) {
+    register_module("conv1", conv1);
+    register_module("fc", fc);
+  }
+  nn::Conv2d conv1;
+  nn::Linear fc;
+};
+MINIDL_MODULE(TinyNet);
+
+TEST(Modules, PrintingAHolderShowsTheTreeWithClassNames) {
+  TinyNet net;
+  std::ostringstream holder, module;
+  holder << net;  // the holder itself, as `std::cout << model` in LibTorch code
+  module << *net;
+  EXPECT_EQ(holder.str(), module.str());
+  EXPECT_EQ(holder.str(),
+            "TinyNet(\n"
+            "  (conv1): Conv2d(1, 4, kernel_size=(3, 3), stride=(1, 1), padding=(0, 0), dilation=(1, 1), groups=1, "
+            "bias=true)\n"
+            "  (fc): Linear(in_features=4, out_features=2, bias=true)\n"
+            ")");
+  std::ostringstream layer;
+  layer << net->fc;  // a holder member prints its own line
+  EXPECT_EQ(layer.str(), "Linear(in_features=4, out_features=2, bias=true)");
+  EXPECT_EQ(net->name(), "TinyNet");
+  // Errors name the class too.
+  try {
+    net->register_module("fc", nn::Linear(1, 1));
+    ADD_FAILURE() << "registering a second submodule named fc did not throw";
+  } catch (const ValueError& e) {
+    EXPECT_NE(std::string(e.what()).find("TinyNet.register_module"), std::string::npos) << e.what();
+  }
+}
+
 TEST(Modules, PrintShowsEveryLayerConfig) {
   Net net;
   std::ostringstream os;

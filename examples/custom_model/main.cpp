@@ -3,6 +3,7 @@
 // Exit status: 0 success, 1 runtime error, 2 command-line error.
 #include <CLI/CLI.hpp>
 #include <minidl/minidl.h>
+#include <minidl/run_main.h>
 
 #include <chrono>
 #include <cstdint>
@@ -149,10 +150,5 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  try {
-    return run(o);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "custom_model: error: %s\n", e.what());
-    return 1;
-  }
+  return minidl::run_main("custom_model", [&] { return run(o); });
 }

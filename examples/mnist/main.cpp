@@ -9,6 +9,8 @@
 #include <minidl/io/checkpoint.h>
 #include <minidl/minidl.h>
 #include <minidl/random.h>
+#include <minidl/run_main.h>
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
@@ -48,32 +50,38 @@ std::string find_data_dir(const std::string& flag) {
       "put MNIST's files into data/mnist, or pass --data DIR");
 }
 
+/// Why no GPU is usable: the first problem minidl's diagnosis finds (what `minidl info` prints first).
+std::string no_gpu_reason() {
+  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
+  for (const auto& d : minidl::diagnose(minidl::cuda::versions(), minidl::cuda::devices(),
+                                        cvd ? std::optional<std::string>(cvd) : std::nullopt)) {
+    if (d.severity != "ok") return d.problem;
+  }
+  return "no usable GPU";
+}
+
 /// --device auto: the GPU when usable, else the CPU with one line saying why.
 Device pick_device(const std::string& name) {
   if (name == "cpu") return Device(minidl::kCPU);
   if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
     if (!minidl::cuda::is_available()) {
-      throw minidl::ValueError("--device " + name + ": no usable GPU (run `minidl info` for the reason and the fix)");
+      throw minidl::ValueError("--device " + name + ": no usable GPU: " + no_gpu_reason() +
+                               " (run `minidl info` for the full diagnosis and the fix)");
     }
     return Device(name);
   }
   if (minidl::cuda::is_available()) return Device(minidl::kCUDA, 0);
-  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
-  std::string why = "no usable GPU";
-  for (const auto& d : minidl::diagnose(minidl::cuda::versions(), minidl::cuda::devices(),
-                                        cvd ? std::optional<std::string>(cvd) : std::nullopt)) {
-    if (d.severity != "ok") {
-      why = d.problem;
-      break;
-    }
-  }
-  spdlog::info("--device auto: training on the CPU ({})", why);
+  spdlog::info("--device auto: training on the CPU ({})", no_gpu_reason());
   return Device(minidl::kCPU);
 }
 
+/// --normalization: by name, or (auto) from the training images' statistics, logging what was chosen and why.
 minidl::data::Normalization normalization_for(const Options& o, const std::string& dir) {
-  if (o.normalization == "auto") return minidl::data::MnistDataset::guess_normalization(dir);
-  return minidl::data::Normalization::from_name(o.normalization);
+  if (o.normalization != "auto") return minidl::data::Normalization::from_name(o.normalization);
+  const minidl::data::NormalizationChoice c = minidl::data::MnistDataset::choose_normalization(dir);
+  spdlog::info("--normalization auto: {} statistics (mean {}, std {}): {}", c.dataset, c.normalization.mean,
+               c.normalization.std, c.reason);
+  return c.normalization;
 }
 
 /// --download: MNIST into --data (default data/mnist); returns the directory.
@@ -144,8 +152,13 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
     r.epoch = epoch;
     r.train = trainer.train_epoch(epoch);
     r.test = trainer.evaluate();
-    spdlog::info("epoch {} on {}: train loss {:.4f} acc {:.4f} ({:.2f} s, {:.0f} img/s) | test loss {:.4f} acc {:.4f}",
+    spdlog::info("epoch {} on {}: train loss {:.4f} acc {:.4f} ({:.2f} s, {:.0f} img/s{}) | test loss {:.4f} "
+                 "acc {:.4f}",
                  epoch, device.str(), r.train.loss, r.train.accuracy, r.train.seconds, r.train.images_per_s,
+                 r.train.timing.one_time_steps > 0
+                     ? fmt::format("; {:.2f} s of it one-time work in {} step(s)", r.train.timing.one_time_seconds,
+                                   r.train.timing.one_time_steps)
+                     : std::string(),
                  r.test.loss, r.test.accuracy);
     if (metrics && leader) {
       metrics->write(epoch, device.str(), "train", r.train);
@@ -168,28 +181,46 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
   return summary;
 }
 
+/// The table of the runs: the steady-state epoch time (the first epoch's one-time work, such as the algorithm
+/// search, warm-up and graph capture, taken out: see examples/common/epoch_clock.h), and that one-time cost on a
+/// line of its own below.
 void print_summary(const std::vector<RunSummary>& runs) {
   std::printf("\n%-8s %10s %12s %10s %10s\n", "device", "epoch s", "images/s", "test acc", "speedup");
   double cpu_seconds = 0;
+  std::vector<std::string> one_time_lines;
   for (const auto& r : runs) {
     if (r.epochs.empty()) continue;
-    double secs = 0, ips = 0;
+    double secs = 0, one_time = 0, images = 0;
+    std::int64_t one_time_steps = 0;
+    bool measured = true;
     for (const auto& e : r.epochs) {
-      secs += e.train.seconds;
-      ips += e.train.images_per_s;
+      secs += e.train.timing.steady_seconds;
+      one_time += e.train.timing.one_time_seconds;
+      one_time_steps += e.train.timing.one_time_steps;
+      images += e.train.images_per_s * e.train.seconds;
+      measured = measured && e.train.timing.steady_measured;
     }
+    const double ips = images / secs;
     secs /= static_cast<double>(r.epochs.size());
-    ips /= static_cast<double>(r.epochs.size());
     if (r.device.is_cpu()) cpu_seconds = secs;
     const std::string speedup = cpu_seconds > 0 && r.device.is_cuda() ? std::to_string(cpu_seconds / secs) + "x" : "";
     std::printf("%-8s %10.3f %12.0f %10.4f %10s\n", r.device.str().c_str(), secs, ips,
                 r.epochs.back().test.accuracy, speedup.c_str());
+    one_time_lines.push_back(
+        measured ? fmt::format("{}: one-time cost {:.3f} s in {} step(s) ({}), not in the epoch time above",
+                               r.device.str(), one_time, one_time_steps,
+                               r.device.is_cuda() ? "algorithm search, warm-up steps, CUDA-graph capture, first step "
+                                                    "of each batch size"
+                                                  : "first step of each batch size")
+                 : fmt::format("{}: every step did one-time work, so the epoch time above includes it (more data "
+                               "or epochs give a steady-state time)",
+                               r.device.str()));
   }
+  for (const std::string& line : one_time_lines) std::printf("%s\n", line.c_str());
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
+/// main's body.
+int run_program(int argc, char** argv) {
   CLI::App app{"mnist_train: train the classic MNIST CNN with minidl"};
   Options o;
   mnist::add_options(app, o);
@@ -200,12 +231,7 @@ int main(int argc, char** argv) {
     const int code = app.exit(e);
     return code == 0 ? 0 : 2;
   }
-  try {
-    if (o.gpus > 1 && !minidl::distributed::launched_as_rank()) return relaunch_as_ranks(o, argc, argv);
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mnist_train: error: %s\n", e.what());
-    return 1;
-  }
+  if (o.gpus > 1 && !minidl::distributed::launched_as_rank()) return relaunch_as_ranks(o, argc, argv);
 
   try {
     spdlog::set_level(spdlog::level::from_str(o.log_level));
@@ -232,6 +258,8 @@ int main(int argc, char** argv) {
     const auto norm = normalization_for(o, dir);
     auto train_set = std::make_shared<minidl::data::MnistDataset>(minidl::data::MnistDataset::load(dir, true, norm));
     auto test_set = std::make_shared<minidl::data::MnistDataset>(minidl::data::MnistDataset::load(dir, false, norm));
+    mnist::require_input_size(*train_set);
+    mnist::require_input_size(*test_set);
     if (o.train_limit > 0) train_set->limit(o.train_limit);
     if (o.test_limit > 0) test_set->limit(o.test_limit);
     spdlog::info("data: {} ({} train, {} test images; normalisation mean {} std {}), {} CPU threads", dir,
@@ -244,7 +272,7 @@ int main(int argc, char** argv) {
     std::vector<RunSummary> runs;
     if (o.compare) {
       if (!minidl::cuda::is_available()) {
-        spdlog::warn("--compare: no usable GPU (see `minidl info`); training on the CPU only");
+        spdlog::warn("--compare: no usable GPU ({}; see `minidl info`); training on the CPU only", no_gpu_reason());
       }
       runs.push_back(run(o, Device(minidl::kCPU), train_set, test_set, metrics.get()));
       if (minidl::cuda::is_available()) runs.push_back(run(o, Device(minidl::kCUDA, 0), train_set, test_set, metrics.get()));
@@ -258,11 +286,16 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "mnist_train: %s\n", e.what());
     return 130;  // 128 + SIGINT, as a shell reports a process killed by Ctrl-C
   } catch (const minidl::OutOfMemoryError& e) {
-    std::fprintf(stderr, "mnist_train: error: %s\nTry a smaller --batch-size.\n", e.what());
-    return 1;
-  } catch (const std::exception& e) {
-    std::fprintf(stderr, "mnist_train: error: %s\n", e.what());
+    minidl::print_error("mnist_train", e);
+    std::fprintf(stderr, "Try a smaller --batch-size.\n");
     return 1;
   }
   return 0;
+}
+
+}  // namespace
+
+// Every other error: its type and message on stderr, exit status 1 (minidl::run_main).
+int main(int argc, char** argv) {
+  return minidl::run_main("mnist_train", [&] { return run_program(argc, argv); });
 }

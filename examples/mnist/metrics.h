@@ -5,10 +5,14 @@
 #include <fstream>
 #include <string>
 
+#include "epoch_clock.h"
+
 namespace mnist {
 
 struct EpochStats {
   double loss = 0, accuracy = 0, seconds = 0, images_per_s = 0;
+  /// A training epoch's seconds split into steady state and one-time work (evaluation: all steady).
+  examples::EpochTiming timing;
 };
 
 class MetricsWriter {

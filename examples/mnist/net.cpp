@@ -2,6 +2,13 @@
 
 namespace mnist {
 
+void require_input_size(const minidl::data::MnistDataset& data) {
+  const minidl::Shape s = data.sample_shape();  // (1, rows, cols): MnistDataset reads one channel
+  MINIDL_CHECK(s[1] == kImageRows && s[2] == kImageCols, minidl::FormatError, data.images_path(),
+               ": the network takes images of ", kImageRows, "x", kImageCols, " pixels, found images of ", s[1], "x",
+               s[2], " (an IDX file of another image size; MNIST and Fashion-MNIST have 28x28)");
+}
+
 namespace nn = minidl::nn;
 namespace F = minidl::nn::functional;
 

@@ -5,7 +5,17 @@
 // the same values, one pass over the activations fewer); the parameter names are those of the PyTorch model.
 #include <minidl/minidl.h>
 
+#include <cstdint>
+
 namespace mnist {
+
+/// The image size the network takes: fc1's 9216 inputs are conv2's 64 channels of 12x12 after two 3x3
+/// convolutions and a 2x2 pool of a 28x28 image.
+inline constexpr std::int64_t kImageRows = 28, kImageCols = 28;
+
+/// Throws FormatError naming the dataset's images file, the expected and the found image size when its images
+/// are not kImageRows x kImageCols with one channel: the network would otherwise fail deep inside (in fc1).
+void require_input_size(const minidl::data::MnistDataset& data);
 
 struct NetImpl : minidl::nn::Module {
   NetImpl();

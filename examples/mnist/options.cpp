@@ -45,7 +45,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--threads", o.threads, "CPU threads (default: all hardware threads)")->check(CLI::Range(1, 4096));
   app.add_option("--train-limit", o.train_limit, "use only the first N training images")->check(CLI::Range(1, 1 << 30));
   app.add_option("--test-limit", o.test_limit, "use only the first N test images")->check(CLI::Range(1, 1 << 30));
-  app.add_option("--normalization", o.normalization, "auto (from the data path), mnist or fashion-mnist")
+  app.add_option("--normalization", o.normalization,
+                 "auto (from the training images' statistics, logged), mnist or fashion-mnist")
       ->check(CLI::IsMember({"auto", "mnist", "fashion-mnist"}));
   app.add_option("--save", o.save, "write a checkpoint (safetensors) after every epoch, and FILE.state beside it")
       ->check(kOutputFile);

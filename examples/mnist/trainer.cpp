@@ -70,7 +70,10 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<const minidl::data::Dataset
     : config_(std::move(config)),
       model_(),
       train_loader_(train_set, loader_options(config_, config_.batch_size, true, *train_set)),
-      test_loader_(test_set, loader_options(config_, config_.test_batch_size, false, *test_set)) {
+      test_loader_(test_set, loader_options(config_, config_.test_batch_size, false, *test_set)),
+      epoch_clock_([device = config_.device] {
+        if (device.is_cuda()) minidl::cuda::synchronize(device.index());
+      }) {
   if (config_.progress && !config_.step_metrics) {
     throw std::invalid_argument("Trainer: the progress bar shows the running loss, which needs step_metrics");
   }
@@ -94,14 +97,27 @@ void Trainer::step(const Tensor& x, const Tensor& y) {
   correct_.add_(correct_count(logits, y));
 }
 
-void Trainer::run_batch(const minidl::data::Batch& batch) {
-  // Two eager steps first: they choose the cuDNN algorithms and create the optimizer state, which a
-  // capture could not do (both allocate and synchronise).
-  constexpr std::int64_t kWarmupSteps = 2;
-  const bool full = batch.target.size(0) == config_.batch_size;
+namespace {
+// Two eager steps before the capture: they choose the cuDNN algorithms and create the optimizer state, which a
+// capture could not do (both allocate and synchronise).
+constexpr std::int64_t kWarmupSteps = 2;
+}  // namespace
+
+bool Trainer::takes_graph(std::int64_t batch_size) const {
   // Anomaly detection reads every op's output back, which a graph capture cannot do.
-  const bool use_graph = config_.device.is_cuda() && config_.cuda_graph && full && eager_steps_ >= kWarmupSteps &&
-                         !minidl::autograd::detect_anomaly();
+  return config_.device.is_cuda() && config_.cuda_graph && batch_size == config_.batch_size &&
+         !minidl::autograd::detect_anomaly();
+}
+
+bool Trainer::does_one_time_work(const minidl::data::Batch& batch) const {
+  const std::int64_t n = batch.target.size(0);
+  return seen_batch_sizes_.count(n) == 0 || (takes_graph(n) && !graph_.captured());
+}
+
+void Trainer::run_batch(const minidl::data::Batch& batch) {
+  const bool full = batch.target.size(0) == config_.batch_size;
+  seen_batch_sizes_.insert(batch.target.size(0));
+  const bool use_graph = takes_graph(batch.target.size(0)) && eager_steps_ >= kWarmupSteps;
   if (!use_graph) {
     optimizer_->zero_grad();
     step(batch.data, batch.target);
@@ -140,10 +156,17 @@ EpochStats Trainer::train_epoch(std::int64_t epoch) {
                     config_.batch_size);
   const auto where = [&] { return "epoch " + std::to_string(epoch) + " step " + std::to_string(batches); };
   train_loader_.start_epoch(epoch);
+  epoch_clock_.start();
   try {
     while (auto batch = train_loader_.next()) {
-      run_batch(*batch);
-      seen += batch->target.size(0);
+      const std::int64_t n = batch->target.size(0);
+      if (does_one_time_work(*batch)) {
+        epoch_clock_.one_time(n, [&] { run_batch(*batch); });
+      } else {
+        run_batch(*batch);
+        epoch_clock_.steady(n);
+      }
+      seen += n;
       steps_ = ++batches;
       if (config_.progress && progress.due()) {
         const double running = loss_sum_.item<float>() / static_cast<double>(seen);
@@ -163,9 +186,11 @@ EpochStats Trainer::train_epoch(std::int64_t epoch) {
     s.loss = s.accuracy = std::numeric_limits<double>::quiet_NaN();
     s.seconds = elapsed_since(t0);
     s.images_per_s = static_cast<double>(seen) / s.seconds;
+    s.timing = epoch_clock_.finish(s.seconds);
     return s;
   }
-  const EpochStats s = finish_stats(loss_sum_, correct_, seen, where() + ": the epoch's training loss", t0);
+  EpochStats s = finish_stats(loss_sum_, correct_, seen, where() + ": the epoch's training loss", t0);
+  s.timing = epoch_clock_.finish(s.seconds);
   if (config_.progress) {
     progress.update(batches, s.loss);
     progress.finish();
@@ -211,6 +236,7 @@ EpochStats Trainer::finish_stats(const Tensor& loss_sum, const Tensor& correct, 
   s.accuracy = sums[1] / static_cast<double>(seen);
   s.seconds = seconds;
   s.images_per_s = static_cast<double>(seen) / s.seconds;
+  s.timing.seconds = s.timing.steady_seconds = seconds;
   return s;
 }
 

@@ -9,10 +9,12 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "epoch_clock.h"
 #include "metrics.h"
 #include "net.h"
 
@@ -80,6 +82,8 @@ class Trainer {
   const TrainConfig& config() const { return config_; }
 
   /// Throws Interrupted when stopped, NonFiniteLoss when the running or final training loss is not finite.
+  /// The stats' timing splits the epoch's seconds into the steady state and the one-time work of its steps
+  /// (does_one_time_work), which the first epoch holds.
   EpochStats train_epoch(std::int64_t epoch);
   /// Throws Interrupted when stopped, NonFiniteLoss when the test loss is not finite.
   EpochStats evaluate();
@@ -91,6 +95,11 @@ class Trainer {
   void step(const minidl::Tensor& x, const minidl::Tensor& y);
   /// Runs one batch: eagerly during warm-up and for odd-sized batches, else by replaying the captured step.
   void run_batch(const minidl::data::Batch& batch);
+  /// Whether run_batch(batch) would do one-time work: the first step of its batch size, an eager warm-up step
+  /// before the capture, or the capture itself.
+  bool does_one_time_work(const minidl::data::Batch& batch) const;
+  /// Whether a batch of this size replays the captured step once the warm-up is done.
+  bool takes_graph(std::int64_t batch_size) const;
   /// Throws Interrupted when config.stop_requested says so.
   void stop_if_requested() const;
   /// The epoch's statistics from device sums over `seen` samples of this rank (of all ranks with a group). The
@@ -107,6 +116,8 @@ class Trainer {
   minidl::cuda::CUDAGraph graph_;
   minidl::Tensor static_x_, static_y_;  // the captured step reads its batch from here
   std::int64_t eager_steps_ = 0;
+  std::set<std::int64_t> seen_batch_sizes_;
+  examples::EpochClock epoch_clock_;
   std::int64_t epoch_ = 0, steps_ = 0;  // the epoch being (or last) trained and its steps done, for Interrupted
 };
 

@@ -54,12 +54,46 @@ Normalization Normalization::from_name(const std::string& name) {
                                "' (expected mnist, fashion-mnist, fashion_mnist, fashion or none)"));
 }
 
-Normalization MnistDataset::guess_normalization(const std::string& dir) {
-  return lower(dir).find("fashion") != std::string::npos ? Normalization::fashion_mnist() : Normalization::mnist();
+NormalizationChoice MnistDataset::choose_normalization(const std::string& dir) {
+  std::string missing;
+  const std::string path = find_file(dir, "train-images-idx3-ubyte", missing);
+  MINIDL_CHECK(missing.empty(), IOError, "MnistDataset::choose_normalization: missing the training images; looked for ",
+               missing);
+  const IdxImages images = read_idx_images(path);
+  // A histogram of the bytes, then the moments in double: exact up to rounding for any file size.
+  std::array<std::uint64_t, 256> histogram{};
+  for (const std::uint8_t p : images.pixels) ++histogram[p];
+  double sum = 0, sum_sq = 0;
+  for (int p = 0; p < 256; ++p) {
+    const double v = p / 255.0, n = static_cast<double>(histogram[static_cast<std::size_t>(p)]);
+    sum += n * v;
+    sum_sq += n * v * v;
+  }
+  const double count = static_cast<double>(images.pixels.size());
+  const double mean = sum / count, sd = std::sqrt(std::max(0.0, sum_sq / count - mean * mean));
+  const std::string measured = detail::str(path, " has pixel mean ", mean, " and std ", sd);
+  struct Known {
+    const char* name;
+    Normalization norm;
+  };
+  for (const Known& k :
+       {Known{"MNIST", Normalization::mnist()}, Known{"Fashion-MNIST", Normalization::fashion_mnist()}}) {
+    if (std::abs(mean - k.norm.mean) <= kStatisticsTolerance && std::abs(sd - k.norm.std) <= kStatisticsTolerance) {
+      return {k.norm, k.name,
+              detail::str(measured, ", within ", kStatisticsTolerance, " of ", k.name, "'s (", k.norm.mean, ", ",
+                          k.norm.std, ")")};
+    }
+  }
+  const Normalization mnist = Normalization::mnist(), fashion = Normalization::fashion_mnist();
+  return {{mean, sd > 0 ? sd : 1.0},
+          "unrecognised data",
+          detail::str(measured, ", matching neither MNIST's (", mnist.mean, ", ", mnist.std, ") nor Fashion-MNIST's (",
+                      fashion.mean, ", ", fashion.std, "): normalising with its own statistics",
+                      sd > 0 ? "" : " (all pixels are equal: std 1)")};
 }
 
-MnistDataset::MnistDataset(Tensor images, Tensor labels, Normalization norm)
-    : images_(std::move(images)), labels_(std::move(labels)), norm_(norm) {}
+MnistDataset::MnistDataset(Tensor images, Tensor labels, Normalization norm, std::string images_path)
+    : images_(std::move(images)), labels_(std::move(labels)), norm_(norm), images_path_(std::move(images_path)) {}
 
 MnistDataset MnistDataset::load(const std::string& dir, bool train, Normalization norm) {
   MINIDL_CHECK(std::isfinite(norm.mean) && std::isfinite(norm.std) && norm.std > 0, ValueError,
@@ -88,7 +122,7 @@ MnistDataset MnistDataset::load(const std::string& dir, bool train, Normalizatio
   Tensor labels = empty({idx_labels.count}, TensorOptions(kInt64));
   std::int64_t* lb = labels.data_ptr<std::int64_t>();
   for (std::size_t i = 0; i < idx_labels.labels.size(); ++i) lb[i] = idx_labels.labels[i];
-  return MnistDataset(std::move(images), std::move(labels), norm);
+  return MnistDataset(std::move(images), std::move(labels), norm, images_path);
 }
 
 MnistDataset& MnistDataset::limit(std::int64_t n) {

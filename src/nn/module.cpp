@@ -1,7 +1,14 @@
 #include "minidl/nn/module.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <functional>
+#include <memory>
+#include <typeinfo>
+
+#if defined(__GNUG__)
+#include <cxxabi.h>
+#endif
 
 #include "core/tensor_impl.h"
 
@@ -25,37 +32,69 @@ void swap_storage(const Tensor& t, const Tensor& moved) {
   impl->dtype = src->dtype;
 }
 
+/// The class name of `m` without namespaces, template arguments kept (e.g. "NetImpl", "Block<2>").
+std::string class_name(const Module& m) {
+  std::string name = typeid(m).name();
+#if defined(__GNUG__)
+  int status = 0;
+  const std::unique_ptr<char, void (*)(void*)> demangled(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status),
+                                                         std::free);
+  if (status == 0 && demangled) name = demangled.get();
+#endif
+  // The last "::" outside template arguments starts the unqualified name.
+  int depth = 0;
+  std::size_t start = 0;
+  for (std::size_t i = 0; i < name.size(); ++i) {
+    if (name[i] == '<') ++depth;
+    if (name[i] == '>') --depth;
+    if (depth == 0 && name.compare(i, 2, "::") == 0) start = i + 2;
+  }
+  return name.substr(start);
+}
+
 }  // namespace
 
+std::string Module::name() const {
+  if (!name_.empty()) return name_;
+  std::string n = class_name(*this);
+  constexpr const char kSuffix[] = "Impl";
+  const std::size_t len = sizeof kSuffix - 1;
+  if (n.size() > len && n.compare(n.size() - len, len, kSuffix) == 0) n.erase(n.size() - len);
+  return n;
+}
+
 Tensor Module::forward(const Tensor&) {
-  throw ValueError(name_ + ": this module has no single-tensor forward(); call its own forward overload");
+  throw ValueError(this->name() + ": this module has no single-tensor forward(); call its own forward overload");
 }
 
 Tensor& Module::register_parameter(const std::string& name, Tensor tensor, bool requires_grad) {
-  check_name(name, name_, "parameter");
+  check_name(name, this->name(), "parameter");
   for (const auto& p : parameters_) {
-    MINIDL_CHECK(p.first != name, ValueError, name_, ".register_parameter: a parameter named \"", name, "\" already exists");
+    MINIDL_CHECK(p.first != name, ValueError, this->name(),
+                 ".register_parameter: a parameter named \"", name, "\" already exists");
   }
-  MINIDL_CHECK(tensor.defined(), ValueError, name_, ".register_parameter(\"", name, "\"): tensor is undefined");
+  MINIDL_CHECK(tensor.defined(), ValueError, this->name(), ".register_parameter(\"", name, "\"): tensor is undefined");
   if (requires_grad) tensor.requires_grad_(true);
   parameters_.emplace_back(name, tensor);
   return parameters_.back().second;
 }
 
 Tensor& Module::register_buffer(const std::string& name, Tensor tensor) {
-  check_name(name, name_, "buffer");
+  check_name(name, this->name(), "buffer");
   for (const auto& b : buffers_) {
-    MINIDL_CHECK(b.first != name, ValueError, name_, ".register_buffer: a buffer named \"", name, "\" already exists");
+    MINIDL_CHECK(b.first != name, ValueError, this->name(),
+                 ".register_buffer: a buffer named \"", name, "\" already exists");
   }
   buffers_.emplace_back(name, tensor);
   return buffers_.back().second;
 }
 
 void Module::add_child(const std::string& name, std::shared_ptr<Module> module) {
-  check_name(name, name_, "module");
-  MINIDL_CHECK(module != nullptr, ValueError, name_, ".register_module(\"", name, "\"): module is null");
+  check_name(name, this->name(), "module");
+  MINIDL_CHECK(module != nullptr, ValueError, this->name(), ".register_module(\"", name, "\"): module is null");
   for (const auto& c : children_) {
-    MINIDL_CHECK(c.first != name, ValueError, name_, ".register_module: a submodule named \"", name, "\" already exists");
+    MINIDL_CHECK(c.first != name, ValueError, this->name(),
+                 ".register_module: a submodule named \"", name, "\" already exists");
   }
   children_.emplace_back(name, std::move(module));
 }

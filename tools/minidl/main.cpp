@@ -9,6 +9,7 @@
 
 #include "info.h"
 #include "run.h"
+#include "minidl/run_main.h"
 #include "minidl/version.h"
 
 namespace {
@@ -36,12 +37,9 @@ int main(int argc, char** argv) {
     return code == 0 ? 0 : kUsageError;
   }
 
-  try {
+  return minidl::run_main("minidl", [&] {
     if (*info) return minidl_cli::run_info(info_options);
     if (*run) return minidl_cli::run_run(*run, run_options);
-  } catch (const std::exception& e) {
-    std::cerr << "minidl: error: " << e.what() << "\n";
-    return 1;
-  }
-  return 0;
+    return 0;
+  });
 }

@@ -19,7 +19,8 @@ class ModuleHolder;
 
 class Module : public std::enable_shared_from_this<Module> {
  public:
-  explicit Module(std::string name = "Module") : name_(std::move(name)) {}
+  /// `name` is what printing shows; without one, the class's own name (name()).
+  explicit Module(std::string name = {}) : name_(std::move(name)) {}
   virtual ~Module() = default;
   Module(const Module&) = delete;
   Module& operator=(const Module&) = delete;
@@ -57,9 +58,11 @@ class Module : public std::enable_shared_from_this<Module> {
   virtual void to(DType dtype);
   void zero_grad(bool set_to_none = true);
 
-  const std::string& name() const { return name_; }
+  /// The name given to the constructor, or else this object's class name without its namespaces and a trailing
+  /// "Impl" (a `struct NetImpl : nn::Module` of MINIDL_MODULE(Net) is "Net"), as LibTorch prints modules.
+  std::string name() const;
   /// One line describing this module's configuration, e.g. "Linear(in_features=4, out_features=2, bias=true)".
-  virtual void pretty_print(std::ostream& os) const { os << name_; }
+  virtual void pretty_print(std::ostream& os) const { os << name(); }
 
  protected:
   void add_child(const std::string& name, std::shared_ptr<Module> module);
@@ -86,7 +89,10 @@ class ModuleHolder {
   /// Constructs the Impl from the arguments (not used for copies of a holder).
   template <class... Args, class = std::enable_if_t<!(sizeof...(Args) == 1 &&
                                                       (std::is_base_of_v<ModuleHolder, std::decay_t<Args>> && ...))>>
-  explicit ModuleHolder(Args&&... args) : impl_(std::make_shared<Impl>(std::forward<Args>(args)...)) {}
+  explicit ModuleHolder(Args&&... args) : impl_(std::make_shared<Impl>(std::forward<Args>(args)...)) {
+    static_assert(std::is_base_of_v<Module, Impl>,
+                  "MINIDL_MODULE(Name) needs a class NameImpl derived from minidl::nn::Module, defined before it");
+  }
   ModuleHolder(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
   Impl* operator->() const { return impl_.get(); }
   Impl& operator*() const { return *impl_; }
@@ -100,6 +106,12 @@ class ModuleHolder {
  private:
   std::shared_ptr<Impl> impl_;
 };
+
+/// Prints the holder's module tree (`std::cout << model`), as for the module itself.
+template <class Impl>
+std::ostream& operator<<(std::ostream& os, const ModuleHolder<Impl>& holder) {
+  return os << static_cast<const Module&>(*holder);
+}
 
 }  // namespace nn
 }  // namespace minidl

@@ -45,14 +45,13 @@ Tensor ri(const Shape& s, std::int64_t hi = 10) {
 
 TEST(BadInput, ElementwiseOps) {
   const Tensor a = rf({2, 3});
-  EXPECT_ERROR(TypeError, add(a, ri({2, 3})), "add", "same dtype", "float32", "int64");
-  EXPECT_ERROR(TypeError, add(a, rf({2, 3}).to(kFloat64)), "add", "float32", "float64");
+  // Mixed dtypes promote (result_type); what PyTorch rejects stays an error.
+  EXPECT_ERROR(TypeError, sub(ri({2, 3}).to(kBool), ri({2, 3}).to(kBool)), "sub", "bool");
+  EXPECT_ERROR(TypeError, neg(ri({2, 3}).to(kBool)), "neg", "bool");
   EXPECT_ERROR(ValueError, mul(a, rf({4})), "mul", "cannot be broadcast", "[2, 3]", "[4]");
-  EXPECT_ERROR(TypeError, log(ri({3})), "log", "expected a floating tensor", "int64");
-  EXPECT_ERROR(TypeError, relu(ri({3})), "relu", "int64");
+  EXPECT_ERROR(TypeError, leaky_relu(ri({3})), "leaky_relu", "expected a floating tensor", "int64");
   EXPECT_ERROR(ValueError, relu(Tensor()), "relu", "'self'", "undefined");
   EXPECT_ERROR(ValueError, add(a, Tensor()), "add", "'other'", "undefined");
-  EXPECT_ERROR(TypeError, eq(ri({3}), ri({3})), "eq", "int64");
 }
 
 TEST(BadInput, MatmulAndShapes) {
@@ -76,14 +75,12 @@ TEST(BadInput, MatmulAndShapes) {
 
 TEST(BadInput, Reductions) {
   const Tensor a = rf({2, 3});
-  EXPECT_ERROR(TypeError, ri({2, 3}).sum(), "sum", "int64");
   EXPECT_ERROR(TypeError, ri({2, 3}).mean(), "mean", "int64");
   EXPECT_ERROR(IndexError, a.sum({5}), "sum", "dimension out of range", "5");
   EXPECT_ERROR(IndexError, a.mean({-3}), "mean", "-3");
   EXPECT_ERROR(ValueError, a.sum({1, -1}), "sum", "appears twice");
   EXPECT_ERROR(ValueError, rf({2, 0}).max(1), "max", "empty dimension", "[2, 0]");
   EXPECT_ERROR(ValueError, rf({0, 3}).mean({0}), "mean", "empty dimension", "[0, 3]");
-  EXPECT_ERROR(TypeError, argmax(ri({4}), 0), "argmax", "int64");
   EXPECT_ERROR(TypeError, softmax(ri({2, 3}), 1), "softmax", "int64");
   EXPECT_ERROR(IndexError, log_softmax(a, 2), "log_softmax", "2");
   EXPECT_ERROR(ValueError, sum_to(a, {4}), "sum_to", "[2, 3]", "[4]");
@@ -118,7 +115,7 @@ TEST(BadInput, FactoriesAndConversions) {
 TEST(BadInput, InPlaceAndAutograd) {
   Tensor a = rf({2, 3});
   EXPECT_ERROR(ValueError, a.add_(rf({3, 3})), "add_", "[3, 3]", "[2, 3]");
-  EXPECT_ERROR(TypeError, a.add_(ri({2, 3})), "add_", "int64", "float32");
+  EXPECT_ERROR(TypeError, ri({2, 3}).add_(a), "add_", "float32", "int64");
   EXPECT_ERROR(ValueError, a.copy_(rf({7})), "copy_", "7 elements", "6");
   EXPECT_ERROR(TypeError, ri({2}).requires_grad_(), "requires_grad_", "int64");
   Tensor leaf = random_tensor({3}, kFloat32, true);

@@ -198,7 +198,7 @@ TEST(GpuElementwiseFast, Int64AddScalarAndFill) {
       const std::string what = std::string("int64 n=") + std::to_string(n) + (offset ? " (element path)" : "");
       Misaligned m = misaligned(x, -99.0);
       Tensor t = offset ? m.view : x.to(kGpu);
-      t.add_(5.0);
+      t.add_(5);  // an integral scalar: a float one cannot be added into an int64 tensor in place
       std::vector<std::int64_t> got = t.cpu().to_vector<std::int64_t>();
       for (std::int64_t i = 0; i < n; ++i) ASSERT_EQ(got[static_cast<std::size_t>(i)], 7 * i + 2) << what << " element " << i;
       t.fill_(41.0);

@@ -492,13 +492,13 @@ TEST(OpsForward, EqComparesElementwiseWithBroadcast) {
   const Tensor a = from_vector(std::vector<double>{1, 2, 3, 4, 3, 3}, {2, 3});
   const Tensor b = from_vector(std::vector<double>{1, 0, 3, 5, 3, 2}, {2, 3});
   const Tensor e = eq(a, b);
-  EXPECT_EQ(e.dtype(), kFloat64);
-  EXPECT_EQ(e.to_vector<double>(), (std::vector<double>{1, 0, 1, 0, 1, 0}));
-  EXPECT_EQ(eq(a, from_vector(std::vector<double>{3}, {1})).to_vector<double>(),
-            (std::vector<double>{0, 0, 1, 0, 1, 1}));
-  EXPECT_EQ(eq(a.to(kFloat32), b.to(kFloat32)).to_vector<float>(), (std::vector<float>{1, 0, 1, 0, 1, 0}));
+  EXPECT_EQ(e.dtype(), kBool);
+  EXPECT_EQ(e.to_vector<bool>(), (std::vector<bool>{1, 0, 1, 0, 1, 0}));
+  EXPECT_EQ(eq(a, from_vector(std::vector<double>{3}, {1})).to_vector<bool>(), (std::vector<bool>{0, 0, 1, 0, 1, 1}));
+  EXPECT_EQ(eq(a.to(kFloat32), b.to(kFloat32)).to_vector<bool>(), (std::vector<bool>{1, 0, 1, 0, 1, 0}));
   EXPECT_FALSE(eq(leaf(a.clone()), b).requires_grad());
-  EXPECT_THROW(eq(a, b.to(kFloat32)), TypeError);
+  // Mixed dtypes compare in the promoted dtype.
+  EXPECT_EQ(eq(a, b.to(kFloat32)).to_vector<bool>(), (std::vector<bool>{1, 0, 1, 0, 1, 0}));
 }
 
 TEST(OpsForward, BroadcastShapes) {

@@ -46,7 +46,7 @@ void index_select(const Tensor& src, const Tensor& index, Tensor& out, std::int6
                   std::int64_t inner) {
   const i64 total = outer * index.numel() * inner;
   if (total == 0) return;
-  kernels::dispatch_all(src.dtype(), [&](auto tag) {
+  kernels::dispatch_all(src.dtype(), "index_select", [&](auto tag) {
     using T = typename decltype(tag)::type;
     index_select_kernel<T><<<blocks_for(total, kThreads), kThreads, 0, stream()>>>(
         src.data_ptr<T>(), index.data_ptr<i64>(), out.data_ptr<T>(), index.numel(), n, inner, total);

@@ -23,6 +23,8 @@ template <class T, int N> __host__ __device__ constexpr int access_bytes() {
 }
 
 template <int Bytes> struct AccessWord;
+template <> struct AccessWord<1> { using type = unsigned char; };
+template <> struct AccessWord<2> { using type = unsigned short; };
 template <> struct AccessWord<4> { using type = unsigned int; };
 template <> struct AccessWord<8> { using type = uint2; };
 template <> struct AccessWord<16> { using type = uint4; };

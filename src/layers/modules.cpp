@@ -140,7 +140,7 @@ Tensor BatchNormImplBase::forward(const Tensor& input) {
   const bool use_batch_stats = is_training() || !options.track_running_stats();
   if (is_training() && options.track_running_stats()) {
     NoGradGuard g;
-    num_batches_tracked.add_(1.0);
+    num_batches_tracked.add_(1);
   }
   return F::batch_norm(input, use_batch_stats && !is_training() ? Tensor() : running_mean,
                        use_batch_stats && !is_training() ? Tensor() : running_var, weight, bias, use_batch_stats,

@@ -84,8 +84,8 @@ Tensor& Tensor::copy_(const Tensor& src) {
   // row-major order (minidl's older rule, kept for code that relies on it).
   const bool broadcast = broadcasts_to(src.sizes(), sizes());
   MINIDL_CHECK(broadcast || src.numel() == numel(), ValueError, "copy_: source of shape ", shape_str(src.sizes()),
-               " does not broadcast to the destination's shape ", shape_str(sizes()), " and has another number of "
-               "elements (", src.numel(), " vs ", numel(), ")");
+               " (", src.numel(), " elements) does not broadcast to the destination's shape ", shape_str(sizes()),
+               " (", numel(), " elements)");
   const autograd::InplaceRecord rec(*this, "copy_", "Copy_Backward", {src});
   Tensor s = src.detach().to(device());
   s = broadcast ? s.expand(sizes()) : s.reshape(sizes());

@@ -2,6 +2,7 @@
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <type_traits>
 
 #include "core/tensor_impl.h"
 #include "kernels/backend.h"
@@ -81,13 +82,19 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptio
                values.size(), " values do not fill shape ", shape_str(shape), " (", shape_numel(shape), " elements)");
   const bool rg = o.requires_grad_;
   Tensor host = empty(shape, TensorOptions(dtype_of<T>::value));
-  if (!values.empty()) std::memcpy(host.data_ptr(), values.data(), values.size() * sizeof(T));
+  if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> packs bits
+    bool* p = host.data_ptr<bool>();
+    for (std::size_t i = 0; i < values.size(); ++i) p[i] = values[i];
+  } else if (!values.empty()) {
+    std::memcpy(host.data_ptr(), values.data(), values.size() * sizeof(T));
+  }
   Tensor t = host.to(o.device_).to(o.dtype_);
   return finish(t, o.requires_grad(rg));
 }
-template Tensor from_vector<float>(const std::vector<float>&, const Shape&, TensorOptions);
-template Tensor from_vector<double>(const std::vector<double>&, const Shape&, TensorOptions);
-template Tensor from_vector<std::int64_t>(const std::vector<std::int64_t>&, const Shape&, TensorOptions);
+#define MINIDL_INSTANTIATE_FROM_VECTOR(T, name, str, cat) \
+  template Tensor from_vector<T>(const std::vector<T>&, const Shape&, TensorOptions);
+MINIDL_FORALL_DTYPES(MINIDL_INSTANTIATE_FROM_VECTOR)
+#undef MINIDL_INSTANTIATE_FROM_VECTOR
 
 Tensor tensor(std::initializer_list<double> values, TensorOptions o) {
   return from_vector(std::vector<double>(values), {static_cast<std::int64_t>(values.size())}, o);

@@ -51,7 +51,7 @@ void for_each_output(const Pool2dParams& p, F&& fn) {
 /// last NaN, of a window wins.
 template <class T, class I>
 inline void take_if_larger(T v, I i, T& best, I& arg) {
-  const bool take = v > best || std::isnan(v);
+  const bool take = kernels::replaces_max(v, best);
   best = take ? v : best;
   arg = take ? i : arg;
 }
@@ -122,7 +122,7 @@ MINIDL_CPU_CLONES void max_pool_2x2_planes(const Pool2dParams& p, const T* x, T*
       T* __restrict v = col + 2 * oh * Q;
       Pos* __restrict r = low + 2 * oh * Q;
       for (Index c = 0; c < 2 * Q; ++c) {
-        const bool take = r1[c] > r0[c] || std::isnan(r1[c]);
+        const bool take = kernels::replaces_max(r1[c], r0[c]);
         v[c] = take ? r1[c] : r0[c];
         r[c] = take ? Pos(2) : Pos(0);
       }

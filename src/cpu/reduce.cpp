@@ -56,7 +56,7 @@ void reduce(kernels::ReduceOp op, const Tensor& x, std::int64_t outer, std::int6
         std::int64_t arg = 0;
         for (std::int64_t r = 1; r < n && !kernels::m_isnan(best); ++r) {
           const T v = base[r * inner];
-          if (v > best || kernels::m_isnan(v)) {
+          if (kernels::replaces_max(v, best)) {
             best = v;
             arg = r;
           }

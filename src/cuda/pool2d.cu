@@ -66,9 +66,7 @@ __global__ void max_pool_forward_kernel(Geometry<I> g, const T* __restrict__ x, 
     for (I h = h_begin; h < h_end; ++h) {
       for (I w = w_begin; w < w_end; ++w) {
         const T v = xp[h * g.W + w];
-        // Strict > keeps the first maximum; every NaN replaces the best so far, so NaN propagates and the
-        // last one wins (PyTorch's CPU rule, as in src/cpu).
-        if (v > best || isnan(v)) {
+        if (kernels::replaces_max(v, best)) {
           best = v;
           arg = h * g.W + w;
         }

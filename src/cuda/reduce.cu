@@ -90,7 +90,7 @@ template <class T> __global__ void max_kernel(const T* x, T* out, i64* idx, i64 
     i64 arg = 0;
     for (i64 r = 1; r < n && !kernels::m_isnan(best); ++r) {
       const T v = base[r * inner];
-      if (v > best || kernels::m_isnan(v)) {
+      if (kernels::replaces_max(v, best)) {
         best = v;
         arg = r;
       }

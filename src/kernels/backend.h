@@ -171,35 +171,20 @@
   void batch_norm_backward(const kernels::BatchNormParams& p, const T* x, const T* dy, const T* gamma,               \
                            const T* save_mean, const T* save_invstd, T* dx, T* dgamma, T* dbeta);
 
+// Every family, declared once for each backend.
+#define MINIDL_BACKEND_KERNELS                                                                \
+  MINIDL_COPY_KERNELS MINIDL_RANDOM_KERNELS MINIDL_ELEMENTWISE_KERNELS MINIDL_REDUCE_KERNELS  \
+  MINIDL_MATMUL_KERNELS MINIDL_SOFTMAX_KERNELS MINIDL_CROSS_ENTROPY_KERNELS                   \
+  MINIDL_GATHER_KERNELS MINIDL_OPTIM_KERNELS MINIDL_CONV2D_KERNELS MINIDL_POOL2D_KERNELS      \
+  MINIDL_BATCH_NORM_KERNELS
+
 namespace minidl {
 namespace cpu {
-MINIDL_COPY_KERNELS
-MINIDL_RANDOM_KERNELS
-MINIDL_ELEMENTWISE_KERNELS
-MINIDL_REDUCE_KERNELS
-MINIDL_MATMUL_KERNELS
-MINIDL_SOFTMAX_KERNELS
-MINIDL_CROSS_ENTROPY_KERNELS
-MINIDL_GATHER_KERNELS
-MINIDL_OPTIM_KERNELS
-MINIDL_CONV2D_KERNELS
-MINIDL_POOL2D_KERNELS
-MINIDL_BATCH_NORM_KERNELS
+MINIDL_BACKEND_KERNELS
 }  // namespace cpu
 #if MINIDL_CUDA_ENABLED
 namespace gpu {
-MINIDL_COPY_KERNELS
-MINIDL_RANDOM_KERNELS
-MINIDL_ELEMENTWISE_KERNELS
-MINIDL_REDUCE_KERNELS
-MINIDL_MATMUL_KERNELS
-MINIDL_SOFTMAX_KERNELS
-MINIDL_CROSS_ENTROPY_KERNELS
-MINIDL_GATHER_KERNELS
-MINIDL_OPTIM_KERNELS
-MINIDL_CONV2D_KERNELS
-MINIDL_POOL2D_KERNELS
-MINIDL_BATCH_NORM_KERNELS
+MINIDL_BACKEND_KERNELS
 /// Copies bytes between any two devices (host<->device, device<->device); a copy to the host waits for it.
 /// (src/cuda/copy.cu; the GPU backend only.)
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes);
@@ -219,6 +204,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 #undef MINIDL_CONV2D_KERNELS
 #undef MINIDL_POOL2D_KERNELS
 #undef MINIDL_BATCH_NORM_KERNELS
+#undef MINIDL_BACKEND_KERNELS
 
 // ---- routing --------------------------------------------------------------------------------------------
 // Runs `call` on the backend of `device`: MINIDL_ON_BACKEND(t.device(), fill(out, 1.0)).

@@ -49,6 +49,10 @@ template <class T> MINIDL_HD bool m_isnan(T x) {
   }
 }
 
+/// The running maximum's rule (max, argmax, max pooling): v replaces the best so far when it is larger or NaN,
+/// so the first maximum wins and a NaN propagates (the last NaN wins), as PyTorch's CPU kernels.
+template <class T> MINIDL_HD bool replaces_max(T v, T best) { return v > best || m_isnan(v); }
+
 enum class UnaryOp : std::uint8_t {
   Neg, Exp, Log, Sqrt, Abs, Relu, LeakyRelu, Gelu, Sigmoid, Tanh, AddScalar, MulScalar, PowScalar, Sign, DropoutMask,
   LogicalNot

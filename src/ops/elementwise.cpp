@@ -32,9 +32,10 @@ namespace {
 /// Float-valued ops (div, pow, exp, log, ...) give float32 for integral inputs, as PyTorch's default dtype.
 DType floating_result(DType t) { return is_floating_point(t) ? t : kFloat32; }
 
-void check_not_bool(DType t, const char* name, const char* what) {
-  MINIDL_CHECK(t != kBool, TypeError, name, ": ", what, " on bool tensors is not supported (use logical_", what[0] == 'n'
-               ? "not" : "xor", " instead)");
+/// PyTorch's rule: bool tensors have no negation or subtraction; `instead` names the logical op to use.
+void check_not_bool(DType t, const char* name, const char* what, const char* instead) {
+  MINIDL_CHECK(t != kBool, TypeError, name, ": ", what, " on bool tensors is not supported (use ", instead,
+               " instead)");
 }
 
 /// Converts a and b (in place: the callers record their backward on the converted operands, so gradients come
@@ -46,7 +47,7 @@ Tensor binary_forward(BinaryOp op, double alpha, Tensor& a, Tensor& b, const cha
                a.device(), " (shape ", shape_str(a.sizes()), ") and ", b.device(), " (shape ", shape_str(b.sizes()), ")");
   DType common = result_type(a, b);
   if (op == BinaryOp::Div || op == BinaryOp::Pow) common = floating_result(common);
-  if (op == BinaryOp::Sub) check_not_bool(common, name, "subtraction");
+  if (op == BinaryOp::Sub) check_not_bool(common, name, "subtraction", "logical_xor");
   if (a.dtype() != common) a = a.to(common);
   if (b.dtype() != common) b = b.to(common);
   if (op == BinaryOp::FloorDivide || op == BinaryOp::Remainder) ops::check_integral_divisor(b, name);
@@ -204,7 +205,7 @@ Tensor add(const Tensor& a_in, const Scalar& s) {
 }
 
 Tensor sub(const Tensor& a, const Scalar& s) {
-  check_not_bool(result_type(a, s), "sub", "subtraction");
+  check_not_bool(result_type(a, s), "sub", "subtraction", "logical_xor");
   return add(a, s.is_floating_point() ? Scalar(-s.to_double()) : Scalar(-s.to_long()));
 }
 
@@ -215,8 +216,8 @@ Tensor mul(const Tensor& a_in, const Scalar& s_in) {
   return autograd::record(out, "MulScalarBackward", {a}, [s](const Tensor& g) { return std::vector<Tensor>{mul(g, s)}; });
 }
 
-/// Scaled by the reciprocal, as before division by a scalar had its own kernel (the last bit may differ from a
-/// true division).
+/// Multiplies by the reciprocal, as minidl's division by a scalar always has (the last bit may differ from
+/// PyTorch's true division).
 Tensor div(const Tensor& a, const Scalar& s) {
   ops::check_defined(a, "div", "self");
   return mul(is_floating_point(a.dtype()) ? a : a.to(kFloat32), 1.0 / s.to_double());
@@ -236,7 +237,7 @@ Tensor pow(const Tensor& a_in, double p) {
 Tensor neg(const Tensor& a_in) {
   Tensor a = a_in;
   ops::check_defined(a, "neg", "self");
-  check_not_bool(a.dtype(), "neg", "negation");
+  check_not_bool(a.dtype(), "neg", "negation", "logical_not");
   Tensor out = unary_forward(UnaryOp::Neg, 0.0, a, "neg", false);
   return autograd::record(out, "NegBackward", {a}, [](const Tensor& g) { return std::vector<Tensor>{neg(g)}; });
 }

@@ -24,15 +24,6 @@ void check_floating(const Tensor& t, const char* op) {
   MINIDL_CHECK(is_floating_point(t.dtype()), TypeError, op, ": expected a floating tensor, found ", t.dtype());
 }
 
-void check_dtype_in(const Tensor& t, std::initializer_list<DType> allowed, const char* op, const char* arg) {
-  for (DType d : allowed) {
-    if (t.dtype() == d) return;
-  }
-  std::string names;
-  for (DType d : allowed) names += std::string(names.empty() ? "" : " or ") + dtype_name(d);
-  throw TypeError(detail::str(op, ": expected argument '", arg, "' of dtype ", names, ", found ", t.dtype()));
-}
-
 const Tensor& check_integral_divisor(const Tensor& b, const char* op) {
   if (b.is_cpu() && is_integral(b.dtype(), true) && b.numel() > 0) {
     const Tensor zero = eq(b, 0);

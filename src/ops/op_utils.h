@@ -1,7 +1,6 @@
 #pragma once
 // Argument checks and small helpers shared by the op entry points.
 #include <cstdint>
-#include <initializer_list>
 #include <vector>
 
 #include "core/tensor_impl.h"
@@ -17,9 +16,6 @@ void check_defined(const Tensor& t, const char* op, const char* arg);
 void check_same(const Tensor& a, const Tensor& b, const char* op);
 /// Throws TypeError unless t has a floating dtype.
 void check_floating(const Tensor& t, const char* op);
-/// Throws TypeError naming the op, the argument, the accepted dtypes and t's unless t's dtype is one of them
-/// (for kernels that exist in some dtypes only).
-void check_dtype_in(const Tensor& t, std::initializer_list<DType> allowed, const char* op, const char* arg);
 /// On the CPU, throws ValueError when an integral divisor holds a 0 (a GPU kernel gives 0 there instead: checking
 /// would synchronise). Returns b.
 const Tensor& check_integral_divisor(const Tensor& b, const char* op);

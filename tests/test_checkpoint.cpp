@@ -36,7 +36,7 @@ struct TempDir : test_files::TempDir {
   EXPECT_NE((haystack).find(needle), std::string::npos) << "missing \"" << (needle) << "\" in: " << (haystack)
 
 Bytes bytes_of(const Tensor& t) {
-  const Tensor host = t.detach().cpu();
+  const Tensor host = t.detach().cpu().contiguous();
   const auto* p = static_cast<const std::uint8_t*>(host.data_ptr());
   return Bytes(p, p + host.nbytes());
 }
@@ -179,12 +179,20 @@ TEST(Checkpoint, StateDictAndSaveStateDict) {
       {"a", uniform({3, 5}, -1, 1, kFloat32)},
       {"b", uniform({7}, -1, 1, kFloat64)},
       {"c", from_vector<std::int64_t>({-5, 1LL << 40, 7}, {3})},
-      {"scalar", uniform({}, -1, 1, kFloat64)}};
+      {"scalar", uniform({}, -1, 1, kFloat64)},
+      {"bf16", uniform({2, 3}, -1, 1, kFloat32).to(kBFloat16)},
+      {"f16", uniform({4}, -1, 1, kFloat32).to(kHalf)},
+      {"i32", from_vector<std::int32_t>({-3, 9}, {2})},
+      {"u8", from_vector<std::uint8_t>({0, 200, 255}, {3})},
+      {"bool", from_vector<bool>({true, false, true}, {3})},
+      {"transposed", uniform({3, 4}, -1, 1, kFloat32).t()}};
   io::save_state_dict(tensors, path, {{"k", "v"}});
   const io::SafetensorsContents contents = io::read_safetensors(path);
   EXPECT_EQ(contents.metadata, (std::map<std::string, std::string>{{"k", "v"}}));
   ASSERT_EQ(contents.tensors.size(), tensors.size());
-  const std::map<std::string, std::string> dtypes = {{"a", "F32"}, {"b", "F64"}, {"c", "I64"}, {"scalar", "F64"}};
+  const std::map<std::string, std::string> dtypes = {{"a", "F32"},   {"b", "F64"},  {"c", "I64"},  {"scalar", "F64"},
+                                                     {"bf16", "BF16"}, {"f16", "F16"}, {"i32", "I32"}, {"u8", "U8"},
+                                                     {"bool", "BOOL"}, {"transposed", "F32"}};
   for (const auto& r : contents.tensors) {
     SCOPED_TRACE(r.name);
     EXPECT_EQ(r.dtype, dtypes.at(r.name));

@@ -202,3 +202,92 @@ TEST(Views, InPlaceOnAViewOfALeafThatRequiresGradRaises) {
   Tensor v = x.narrow(0, 0, 2);
   EXPECT_THROW(v.mul_(2.0), AutogradError);
 }
+
+// ---- the same on the GPU, against the CPU -------------------------------------------------------------------
+
+namespace {
+/// Values of any tensor as float64 on the host (exact for every dtype but int64 beyond 2^53).
+std::vector<double> host_values(const Tensor& t) { return t.detach().cpu().to(kFloat64).to_vector<double>(); }
+}  // namespace
+
+TEST(ViewsGpu, CastsBetweenAllDtypesMatchTheCpu) {
+  MINIDL_REQUIRE_GPU();
+  const std::vector<DType> all = {kFloat32, kFloat64, kBFloat16, kHalf, kInt64, kInt32, kUInt8, kBool};
+  const Tensor src = mul(randn({257}, kFloat64), 100.0);
+  for (DType from : all) {
+    const Tensor x = src.to(from);
+    for (DType to : all) {
+      EXPECT_EQ(host_values(x.cuda().to(to)), host_values(x.to(to))) << from << " -> " << to;
+      // From a strided view on the device (every other element, read backwards through a transpose).
+      const Tensor v = x.reshape({257, 1}).expand({257, 3}).t().slice(1, 1, 257, 2);
+      EXPECT_EQ(host_values(x.cuda().reshape({257, 1}).expand({257, 3}).t().slice(1, 1, 257, 2).to(to)),
+                host_values(v.to(to)))
+          << from << " -> " << to << " (strided)";
+    }
+  }
+}
+
+TEST(ViewsGpu, ElementwiseOnStridedOperandsMatchesTheCpu) {
+  MINIDL_REQUIRE_GPU();
+  for (DType dt : {kFloat32, kFloat64, kBFloat16, kHalf, kInt64, kInt32}) {
+    const Tensor a = mul(randn({6, 5}, kFloat64), 10.0).to(dt), b = mul(randn({5, 6}, kFloat64), 10.0).to(dt);
+    const Tensor ga = a.cuda(), gb = b.cuda();
+    EXPECT_EQ(host_values(add(ga.t(), gb, 2)), host_values(add(a.t(), b, 2))) << dt;
+    // (2, 6) rows of a transposed view times a strided column of b broadcast over them.
+    EXPECT_EQ(host_values(mul(ga.t().slice(0, 1, 5, 2), gb.t().select(1, 3).unsqueeze(0))),
+              host_values(mul(a.t().slice(0, 1, 5, 2), b.t().select(1, 3).unsqueeze(0))))
+        << dt;
+    EXPECT_EQ(host_values(gt(ga.t(), gb)), host_values(gt(a.t(), b))) << dt;
+    EXPECT_EQ(host_values(maximum(ga.t(), gb)), host_values(maximum(a.t(), b))) << dt;
+    EXPECT_EQ(host_values(abs(ga.t())), host_values(abs(a.t()))) << dt;
+    if (is_integral(dt, false)) {
+      const Tensor nz = add(abs(b), 1);
+      EXPECT_EQ(host_values(floor_divide(ga.t(), nz.cuda())), host_values(floor_divide(a.t(), nz))) << dt;
+      EXPECT_EQ(host_values(remainder(ga.t(), nz.cuda())), host_values(remainder(a.t(), nz))) << dt;
+    }
+    // Sums add in another order on the device: integral sums agree exactly, floating ones to their precision.
+    const double got_sum = host_values(ga.t().sum())[0], want_sum = host_values(a.t().sum())[0];
+    if (is_integral(dt, false)) {
+      EXPECT_EQ(got_sum, want_sum) << dt;
+    } else {
+      EXPECT_NEAR(got_sum, want_sum, (is_reduced_floating_point(dt) ? 1e-2 : 1e-5) * (1 + std::abs(want_sum))) << dt;
+    }
+    Tensor c = ga.clone(), h = a.clone();
+    c.t().narrow(0, 1, 2).fill_(7);
+    h.t().narrow(0, 1, 2).fill_(7);
+    EXPECT_EQ(host_values(c), host_values(h)) << dt;
+  }
+}
+
+TEST(ViewsGpu, MatmulOfTransposedViewsMatchesTheCpu) {
+  MINIDL_REQUIRE_GPU();
+  const bool tf32_conv = cuda::allow_tf32_conv(), tf32_matmul = cuda::allow_tf32_matmul();
+  cuda::set_allow_tf32(false, false);
+  for (DType dt : {kFloat32, kFloat64}) {
+    const Tensor m = randn({3, 4, 6}, dt), w = randn({3, 5, 6}, dt);
+    const Tensor got = matmul(m.cuda(), w.cuda().transpose(-1, -2)), want = matmul(m, w.transpose(-1, -2));
+    const auto g = host_values(got), e = host_values(want);
+    ASSERT_EQ(g.size(), e.size());
+    for (std::size_t i = 0; i < e.size(); ++i) EXPECT_NEAR(g[i], e[i], 1e-5 * (1 + std::abs(e[i]))) << dt << " " << i;
+  }
+  cuda::set_allow_tf32(tf32_conv, tf32_matmul);
+}
+
+// Transposed operands go to the GEMM with its transpose flag: same values and gradients as contiguous copies.
+TEST(Views, MatmulOfTransposedViewsAndItsGradients) {
+  for (const bool batched : {false, true}) {
+    const Shape sx = batched ? Shape{2, 4, 3} : Shape{4, 3}, sy = batched ? Shape{2, 5, 3} : Shape{5, 3};
+    const Tensor x = randn(sx, TensorOptions(kFloat64).requires_grad());
+    const Tensor y = randn(sy, TensorOptions(kFloat64).requires_grad());
+    const auto f = [](const std::vector<Tensor>& in) {
+      const Tensor& x = in[0];
+      const Tensor yt = in[1].transpose(-1, -2);  // b read transposed; x.transpose: a read transposed
+      return (matmul(x, yt) * matmul(x, yt.contiguous())).sum() + matmul(x.transpose(-1, -2), x).pow(2.0).sum();
+    };
+    EXPECT_TRUE(autograd::gradcheck(f, {x, y})) << batched;
+    const auto got = matmul(x, y.transpose(-1, -2)).detach().to_vector<double>();
+    const auto want = matmul(x, y.transpose(-1, -2).contiguous()).detach().to_vector<double>();
+    ASSERT_EQ(got.size(), want.size());
+    for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12 * (1 + std::abs(want[i])));
+  }
+}

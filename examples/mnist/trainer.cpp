@@ -39,7 +39,7 @@ minidl::data::DataLoaderOptions loader_options(const TrainConfig& c, std::int64_
 
 /// Number of correct predictions in the batch, as a 0-d tensor on the device.
 Tensor correct_count(const Tensor& logits, const Tensor& target) {
-  return minidl::eq(minidl::argmax(logits, 1).to(minidl::kFloat32), target.to(minidl::kFloat32)).sum();
+  return minidl::eq(minidl::argmax(logits, 1), target).sum();
 }
 
 double elapsed_since(std::chrono::steady_clock::time_point t0) {

@@ -29,8 +29,9 @@ bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn, cons
     const Tensor& x = inputs[k];
     if (!x.defined() || !x.requires_grad()) continue;
     any = true;
-    MINIDL_CHECK(x.dtype() == kFloat64 && x.device().is_cpu() && x.is_leaf(), TypeError, "gradcheck: input ", k,
-                 " must be a float64 CPU leaf tensor, found ", x.dtype(), " on ", x.device());
+    MINIDL_CHECK(x.dtype() == kFloat64 && x.device().is_cpu() && x.is_leaf() && x.is_contiguous(), TypeError,
+                 "gradcheck: input ", k, " must be a contiguous float64 CPU leaf tensor (it is perturbed element by "
+                 "element in place), found ", x.dtype(), " on ", x.device(), x.is_contiguous() ? "" : ", strided");
   }
   MINIDL_CHECK(any, ValueError, "gradcheck: no input requires grad");
 

@@ -34,13 +34,18 @@ const char* file_dtype(DType dtype) {
   switch (dtype) {
     case DType::Float32: return "F32";
     case DType::Float64: return "F64";
+    case DType::BFloat16: return "BF16";
+    case DType::Float16: return "F16";
     case DType::Int64: return "I64";
+    case DType::Int32: return "I32";
+    case DType::UInt8: return "U8";
+    case DType::Bool: return "BOOL";
   }
   throw ValueError(detail::str("checkpoint: dtype code ", static_cast<int>(dtype), " has no safetensors name"));
 }
 
 std::optional<DType> dtype_of_file(const std::string& name) {
-  for (const DType d : {kFloat32, kFloat64, kInt64}) {
+  for (const DType d : {kFloat32, kFloat64, kBFloat16, kFloat16, kInt64, kInt32, kUInt8, kBool}) {
     if (name == file_dtype(d)) return d;
   }
   return std::nullopt;
@@ -51,7 +56,7 @@ std::string quoted(const std::string& s) { return "'" + (s.size() > 80 ? s.subst
 
 TensorRecord to_record(const std::string& name, const Tensor& t, const std::string& op) {
   MINIDL_CHECK(t.defined(), ValueError, op, ": tensor ", quoted(name), " is undefined");
-  const Tensor host = t.detach().cpu();
+  const Tensor host = t.detach().cpu().contiguous();  // bytes in row-major order, whatever the view
   TensorRecord r;
   r.name = name;
   r.dtype = file_dtype(host.dtype());

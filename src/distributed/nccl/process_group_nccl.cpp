@@ -41,7 +41,12 @@ ncclDataType_t nccl_type(DType t) {
   switch (t) {
     case kFloat32: return ncclFloat32;
     case kFloat64: return ncclFloat64;
+    case kBFloat16: return ncclBfloat16;
+    case kFloat16: return ncclFloat16;
     case kInt64: return ncclInt64;
+    case kInt32: return ncclInt32;
+    case kUInt8: return ncclUint8;
+    case kBool: break;  // a sum of bools is not a bool: the caller converts first
   }
   throw TypeError(detail::str("ProcessGroupNCCL: unsupported dtype ", t));
 }
@@ -70,6 +75,9 @@ struct ProcessGroupNCCL::Impl {
       MINIDL_CHECK(t.defined(), ValueError, "ProcessGroupNCCL::", op, ": tensor ", i, " is undefined");
       MINIDL_CHECK(t.device() == Device(kCUDA, device), ValueError, "ProcessGroupNCCL::", op, ": tensor ", i,
                    " is on ", t.device(), ", expected this rank's device cuda:", device);
+      MINIDL_CHECK(t.is_contiguous(), ValueError, "ProcessGroupNCCL::", op, ": tensor ", i, " of shape ",
+                   shape_str(t.sizes()), " is a strided view (strides ", shape_str(t.strides()), "); collectives "
+                   "move contiguous memory, pass t.contiguous()");
     }
   }
 

@@ -79,7 +79,7 @@ bool allow_tf32_matmul();
 /// cuDNN's heuristic ranks its algorithms without running them and minidl's own kernels, where they apply, are
 /// taken untimed, as during graph capture: no trial runs, so also no trial runs of algorithms that need large
 /// workspaces or that a tool cannot follow (compute-sanitizer racecheck stops inside cudnnFind's backward
-/// searches on the H200). Each setting keeps its own choices. Also off under MINIDL_CUDNN_BENCHMARK=0. The same
+/// searches). Each setting keeps its own choices. Also off under MINIDL_CUDNN_BENCHMARK=0. The same
 /// switch governs float32 matmul's search among cuBLASLt's algorithms (src/cuda/matmul.cu).
 void set_cudnn_benchmark(bool enabled);
 bool cudnn_benchmark();

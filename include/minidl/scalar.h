@@ -26,7 +26,9 @@ class Scalar {
   bool is_boolean() const { return category_ == DTypeCategory::Boolean; }
   double to_double() const { return value_; }
   /// The integer value (exact for integers and bools; a floating value truncated).
-  std::int64_t to_long() const { return category_ == DTypeCategory::Floating ? static_cast<std::int64_t>(value_) : int_; }
+  std::int64_t to_long() const {
+    return category_ == DTypeCategory::Floating ? static_cast<std::int64_t>(value_) : int_;
+  }
   /// The dtype a scalar of this kind takes in type promotion: bool, int64, or the default float32.
   DType type() const {
     return category_ == DTypeCategory::Floating ? kFloat32 : (category_ == DTypeCategory::Integral ? kInt64 : kBool);

@@ -187,7 +187,8 @@ Tensor randn(const Shape& shape, TensorOptions options = {});
 Tensor uniform(const Shape& shape, double low, double high, TensorOptions options = {});
 /// Copies host values into a new tensor of the given shape (dtype follows T unless options say otherwise).
 template <class T>
-Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptions options = TensorOptions(dtype_of<T>::value));
+Tensor from_vector(const std::vector<T>& values, const Shape& shape,
+                   TensorOptions options = TensorOptions(dtype_of<T>::value));
 Tensor tensor(std::initializer_list<double> values, TensorOptions options = {});
 /// Seeds the CPU generator and every CUDA generator; runs become reproducible on each device.
 void manual_seed(std::uint64_t seed);

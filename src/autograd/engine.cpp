@@ -125,8 +125,8 @@ Tensor& Tensor::requires_grad_(bool r) {
   MINIDL_CHECK(defined(), ValueError, "requires_grad_: called on an undefined tensor");
   MINIDL_CHECK(is_leaf(), AutogradError, "requires_grad_: you can only change requires_grad flags of leaf tensors "
                "(this one was produced by ", grad_fn()->name(), "); use detach() first");
-  MINIDL_CHECK(!r || minidl::is_floating_point(dtype()), TypeError, "requires_grad_: only floating tensors can require gradients, "
-               "this one is ", dtype());
+  MINIDL_CHECK(!r || minidl::is_floating_point(dtype()), TypeError,
+               "requires_grad_: only floating tensors can require gradients, this one is ", dtype());
   unsafe_impl()->requires_grad = r;
   return *this;
 }

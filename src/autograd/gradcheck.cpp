@@ -80,8 +80,8 @@ bool gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn, cons
       for (std::int64_t i = 0; i < nx; ++i) {
         const double a = rows[0][i], n = numerical[i * m + j];
         if (rows[1][i] != a) {
-          return fail(opt.raise, detail::str("backward is not reentrant: input ", k, " element ", i, ", output element ",
-                                             j, ": first ", a, ", second ", rows[1][i]));
+          return fail(opt.raise, detail::str("backward is not reentrant: input ", k, " element ", i,
+                                             ", output element ", j, ": first ", a, ", second ", rows[1][i]));
         }
         if (!(std::fabs(a - n) <= opt.atol + opt.rtol * std::fabs(n))) {
           return fail(opt.raise, detail::str("Jacobian mismatch for input ", k, " (shape ", shape_str(x.sizes()),

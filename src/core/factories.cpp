@@ -20,8 +20,8 @@ Tensor finish(Tensor t, const TensorOptions& o) {
 
 Tensor empty(const Shape& shape, TensorOptions o) {
   const std::int64_t n = shape_numel(shape);
-  MINIDL_CHECK(static_cast<std::uint64_t>(n) <= std::numeric_limits<std::uint64_t>::max() / 8, ValueError, "empty: shape ",
-               shape_str(shape), " is too large");
+  MINIDL_CHECK(static_cast<std::uint64_t>(n) <= std::numeric_limits<std::uint64_t>::max() / 8, ValueError,
+               "empty: shape ", shape_str(shape), " is too large");
   auto storage = std::make_shared<Storage>(static_cast<std::size_t>(n) * element_size(o.dtype_), o.device_);
   return finish(Tensor(std::make_shared<TensorImpl>(std::move(storage), 0, shape, o.dtype_)), o);
 }

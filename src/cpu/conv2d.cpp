@@ -1,6 +1,6 @@
 // Convolution as GEMMs (cpu/gemm.h), one (image, group) pair at a time. 3x3 stride-1 convolutions with enough
 // channels take Winograd's F(2x2, 3x3) for the forward pass and the input gradient instead
-// (cpu/conv2d_winograd.h: 2.25x fewer multiplications; conv2's forward 5.2 -> 3.2 ms at 2 threads).
+// (cpu/conv2d_winograd.h: 2.25x fewer multiplications).
 //
 // Per image and group, with the group's weights as the row-major (K/groups, C/groups*R*S) matrix `W` and the
 // output block as the row-major (K/groups, P*Q) matrix `Y` (NCHW as it is), the column matrix `Col`
@@ -254,8 +254,8 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
   // Each chunk of consecutive images sums into its own accumulator (chunk 0 directly into dw/dbias) and the
   // accumulators are added in chunk order afterwards, so the result does not depend on scheduling. Up to four
   // chunks per thread, as parallel_for cuts its blocks, so that a thread held up elsewhere hands its images to
-  // the others: with one chunk per thread conv2's weight gradient took 1481 us on 16 cores of the H200 host,
-  // with four 1283 us (2026-11-30); the extra accumulators cost 4.6 MB of adds there.
+  // the others (with one chunk per thread the whole pass waited for the slowest core); the extra accumulators
+  // cost a few MB of adds.
   const Index chunks = std::min<Index>(p.N, std::max<Index>(1, kBlocksPerThread * device().numThreads()));
   // With few images per thread (parts_per_item), each chunk's products are also cut into ranges of Col's rows
   // (the weights' (c, r, s) positions; each range packs dY again; batch 16 on 16 threads: four). The ranges
@@ -268,10 +268,9 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
   parallel_for(chunks * splits, item_cost, [&](Index begin, Index end) {
     // Per group, dW^T = Col * dY^T: Col's rows run along the output positions, the product's sum, so the
     // GEMM reads them in place and packs (transposes) only dY, Kg / CRS of Col's size (the other order,
-    // dW = dY * Col^T, transposed all of Col into packed panels: conv2's weight gradient is a quarter faster
-    // this way). Implicit: Col is the input read through the taps and the output positions; otherwise the
-    // column matrix. Rows [r0, r1) of dW^T are summed over the chunk's images in this thread's scratch and
-    // transposed into the chunk's accumulator at the end.
+    // dW = dY * Col^T, transposed all of Col into packed panels and was slower). Implicit: Col is the input read
+    // through the taps and the output positions; otherwise the column matrix. Rows [r0, r1) of dW^T are summed over the
+    // chunk's images in this thread's scratch and transposed into the chunk's accumulator at the end.
     T* col = g.implicit || g.direct ? nullptr : scratch<T, Scratch::ConvColumns>(g.CRS * g.PQ);
     T* dw_t = scratch<T, Scratch::ConvWeightT>(wsize);  // groups x CRS x Kg
     for (Index item = begin; item < end; ++item) {
@@ -326,7 +325,7 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
 }
 
 #define MINIDL_INSTANTIATE_CONV2D(T)                                                                          \
-  template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, Activation);                     \
+  template void conv2d_forward<T>(const Conv2dParams&, const T*, const T*, const T*, T*, Activation);         \
   template void conv2d_backward_input<T>(const Conv2dParams&, const T*, const T*, T*);                        \
   template void conv2d_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*);
 MINIDL_INSTANTIATE_CONV2D(float)

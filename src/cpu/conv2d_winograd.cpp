@@ -5,7 +5,8 @@
 // once per call (U), the patches once per image (V), and the sum over channels of the elementwise products is,
 // for each of the 16 transformed positions xi, one matrix product M_xi = U_xi * V_xi of (out channels x in
 // channels) by (in channels x tiles), run by cpu/gemm.h. Each (image, group) is one parallel_for item: its V
-// and M (conv2's forward: 327 KB and 655 KB) stay in the thread's L2 between the three steps.
+// and M (32 in and 64 out channels on a 26x26 image: 327 KB and 655 KB) stay in the thread's L2 between the
+// three steps.
 #include "cpu/parallel.h"  // first: it defines EIGEN_USE_THREADS, which must precede every Eigen header
 
 #include "cpu/conv2d_winograd.h"
@@ -228,8 +229,8 @@ void winograd_conv(const Conv2dParams& q, const T* x, const T* u, const T* bias,
   // The products run over ld columns, a multiple of every GEMM build's panel width (at most 32 floats): all
   // panels are then full and read in place, where a last partial one was packed and its tiles went through a
   // copy (a tenth of the time). The 16 matrices of V and of M are a cache line more than their rows apart: the
-  // transforms read or write all 16 at once, and at a multiple of 4 KB apart (conv2's input gradient: 64 rows
-  // of 176 floats) they fall into one L1 set, more than its ways; the input transform ran 8x slower. A band's
+  // transforms read or write all 16 at once, and at a multiple of 4 KB apart (64 rows of 176 floats, say) they
+  // fall into one L1 set, more than its ways, and the input transform ran several times slower. A band's
   // sizes are those of the first (the largest) or of the last.
   const Tiling first = tiling(std::min(q.P, 2 * band_tile_rows), q.Q);
   const Tiling last = tiling(q.P - 2 * band_tile_rows * (bands - 1), q.Q);

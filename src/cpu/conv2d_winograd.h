@@ -13,9 +13,9 @@ namespace cpu {
 
 /// Whether conv2d_forward / conv2d_backward_input take the Winograd path for `p`: 3x3 kernel, stride 1,
 /// dilation 1, at least kWinogradMinChannels input and output channels per group (the transforms cost
-/// per channel what the products save per channel pair, so few channels gain nothing: the example's conv1
-/// has one input channel), padding at most 2 for the input gradient (its forward pass pads dy by 2 - padding).
-/// The environment variable MINIDL_CPU_WINOGRAD=0 turns the path off (for comparisons).
+/// per channel what the products save per channel pair, so few channels gain nothing: a first layer on 1-channel images
+/// has one input channel), padding at most 2 for the input gradient (its forward pass pads dy by 2 - padding). The
+/// environment variable MINIDL_CPU_WINOGRAD=0 turns the path off (for comparisons).
 constexpr std::int64_t kWinogradMinChannels = 8;
 bool winograd_forward_applies(const kernels::Conv2dParams& p);
 bool winograd_backward_input_applies(const kernels::Conv2dParams& p);

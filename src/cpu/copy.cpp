@@ -28,7 +28,8 @@ void fill(Tensor& out, double value) {
     const T v = kernels::convert<T>(value);
     T* p = out.data_ptr<T>();
     if (out.is_contiguous()) {
-      parallel_for(out.numel(), kCopyCost, [&](std::int64_t begin, std::int64_t end) { std::fill(p + begin, p + end, v); });
+      parallel_for(out.numel(), kCopyCost,
+                   [&](std::int64_t begin, std::int64_t end) { std::fill(p + begin, p + end, v); });
       return;
     }
     const auto si = kernels::strided_index<1>(out.sizes(), {out.strides()}, "fill_");

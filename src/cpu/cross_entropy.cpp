@@ -27,7 +27,8 @@ void cross_entropy_loss(const Tensor& log_probs, const Tensor& target, double sm
   }
   kernels::dispatch_floating(log_probs.dtype(), "cross_entropy", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> lp(log_probs.data_ptr<T>(), n, c);
+    const Eigen::Map<const Eigen::Matrix<T, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>> lp(
+        log_probs.data_ptr<T>(), n, c);
     T* out = losses.data_ptr<T>();
     const T eps = static_cast<T>(smoothing);
     for (std::int64_t i = 0; i < n; ++i) {

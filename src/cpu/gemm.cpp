@@ -152,10 +152,10 @@ namespace {
 /// C's blocks start on tile boundaries: multiples of every build's MR (rows) and NR (columns).
 constexpr std::int64_t kRowAlign = 24, kColAlign = 32;
 
-/// How many equal ranges of k a product is summed in (1: none). Only for a small C over a long k (fc1's forward,
-/// 64 x 128 over k = 9216): cutting C alone gave 12 blocks for 16 threads, each packing a 24 x 9216 panel of A
-/// and a 9216 x 32 panel of B (2 MB) for 14 MFLOP, and ran at 300 GFLOP/s on 16 cores of the H200 host
-/// (2026-11-30), not even twice its 2-thread rate. The count depends on the shape alone, never on the thread
+/// How many equal ranges of k a product is summed in (1: none). Only for a small C over a long k (say 64 x 128
+/// over k = 9216): cutting C alone gave 12 blocks for 16 threads, each packing a 24 x 9216 panel of A and a
+/// 9216 x 32 panel of B (2 MB) for 14 MFLOP, too little work per packed byte to scale with the threads (see
+/// docs/BENCHMARKS.md, session 6). The count depends on the shape alone, never on the thread
 /// count, so the result stays the same for every thread count.
 std::int64_t k_splits(std::int64_t m, std::int64_t n, std::int64_t k) {
   constexpr std::int64_t kMinRange = 512, kMaxSplits = 16, kMaxC = 64 * 1024;
@@ -166,9 +166,9 @@ std::int64_t k_splits(std::int64_t m, std::int64_t n, std::int64_t k) {
 /// C = A * B (or C += A * B) as the sum of `splits` products over equal ranges of k, each into its own partial
 /// (on the pool), then added in range order. Each range's product is cut further into column blocks (on tile
 /// boundaries) up to about kBlocksPerThread parts per thread, so that a core slowed by other work hands parts to
-/// the others: with one part per thread (16 ranges on 16 threads) fc1's forward product scaled 3.9x from 2 to 16
-/// threads on the H200 host, where a GEMM running on each core alone scaled 5.5x (2026-11-30). Column blocks
-/// re-pack A's range (fc1: 64 x 576) rather than B's (576 x 128).
+/// the others: with one part per thread (16 ranges on 16 threads) such a product scaled well below what a GEMM
+/// running on each core alone does. Column blocks re-pack A's range (64 x 576 for 64 x 128 over k = 9216 in
+/// 16 ranges) rather than B's (576 x 128).
 template <class T>
 void gemm_split_k(const GemmArgs<T>& g, std::int64_t splits) {
   const std::int64_t mn = g.m * g.n, range = (g.k + splits - 1) / splits;
@@ -217,11 +217,11 @@ void gemm_parallel(const GemmArgs<T>& g) {
   // C is cut into row and column blocks on tile boundaries, the longer side first: up to kBlocksPerThread
   // blocks per thread when it has that many, otherwise as many as it has times enough blocks of the other side
   // to make up the rest. Several parts per thread, as parallel_for's blocks, let a core slowed by other work
-  // hand parts to the others: on 16 cores of the H200 host the same GEMM run on every core at once went at 55
-  // to 130 GFLOP/s per core (2026-11-30), and with one part per thread fc1's input and weight gradients waited
-  // for the slowest. Each block packs its own panels; the repeated packing of the shared operands is small next
-  // to the block's product. Every element is still summed in the same order, so the result does not depend on
-  // the thread count.
+  // hand parts to the others: on a shared many-core host the same GEMM run on every core at once goes at rates that
+  // differ by more than 2x between cores, and with one part per thread a small fully connected layer's input and weight
+  // gradients waited for the slowest. Each block packs its own panels; the repeated packing of the shared operands is
+  // small next to the block's product. Every element is still summed in the same order, so the result does not depend
+  // on the thread count.
   const auto blocks_of = [](std::int64_t len, std::int64_t align) { return (len + align - 1) / align; };
   const bool cols_first = g.n >= g.m;
   const std::int64_t first_blocks = cols_first ? blocks_of(g.n, kColAlign) : blocks_of(g.m, kRowAlign);

@@ -39,8 +39,8 @@ std::size_t HostAllocator::size_class(std::size_t bytes) {
 
 void* HostAllocator::allocate(std::size_t bytes) {
   const auto out_of_memory = [&] {
-    return OutOfMemoryError(detail::str("CPU out of memory: tried to allocate ", bytes, " bytes (minidl's tensors hold ",
-                                        stats_.allocated, ")"),
+    return OutOfMemoryError(detail::str("CPU out of memory: tried to allocate ", bytes,
+                                        " bytes (minidl's tensors hold ", stats_.allocated, ")"),
                             bytes, 0, 0);
   };
   std::lock_guard<std::mutex> lock(mutex_);
@@ -101,7 +101,8 @@ HostMemoryStats HostAllocator::stats() const {
 }
 
 HostAllocator& host_allocator() {
-  static HostAllocator* const allocator = new HostAllocator(!env_switch("MINIDL_CPU_NO_CACHE", false), quarter_of_memory());
+  static HostAllocator* const allocator =
+      new HostAllocator(!env_switch("MINIDL_CPU_NO_CACHE", false), quarter_of_memory());
   return *allocator;
 }
 

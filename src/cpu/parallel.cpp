@@ -41,8 +41,8 @@ thread_local bool t_in_parallel_for = false;
 ///
 /// A training step is a chain of parallel ops a few tens of microseconds apart (autograd bookkeeping and
 /// allocation run in between, on the calling thread). Eigen's pool parks its workers in the kernel within a
-/// few microseconds of running out of work, and waking them costs tens of microseconds per op (measured 70-90 us
-/// per parallel_for on the 2-core development VM, against 13 us back to back): that latency, not the work, was
+/// few microseconds of running out of work, and waking them costs tens of microseconds per op, several times a
+/// back-to-back dispatch (docs/BENCHMARKS.md): that latency, not the work, was
 /// what kept the step from scaling. These workers spin for kSpinMicros after each job (as OpenMP runtimes do)
 /// before sleeping on a condition variable.
 ///

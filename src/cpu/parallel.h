@@ -23,22 +23,22 @@ void parallel_for(std::int64_t n, double cost_per_item, const std::function<void
 constexpr std::int64_t kBlocksPerThread = 4;
 
 /// Cost in cycles (parallel_for's unit) of adding one partial result that another core wrote: the read from
-/// that core's cache, not the add, sets it. Counted as one cycle, fc1's split-k sums (8192 elements, 16 partials
-/// each) ran as two blocks while fourteen of sixteen threads waited.
+/// that core's cache, not the add, sets it. Counted as one cycle, a split-k GEMM's sums (8192 elements, 16
+/// partials each) ran as two blocks while fourteen of sixteen threads waited.
 constexpr double kRemotePartialCost = 8;
 
 /// Into how many parts to cut each of `items` equal work items (images of a batch) so that the pool gets about
 /// kBlocksPerThread parts per thread: 1 on one thread or with that many items already, at most `max_parts`.
-/// With fewer items than that the slowest core sets the pace: on 16 cores of the H200 host the same GEMM run on
-/// every core at once went at 55 to 130 GFLOP/s per core (2026-11-30). Not more: each part repeats some work
-/// (a band's overlap rows, a range's packing), and aiming for eight parts per thread (batch 64 on 16 threads:
-/// two per image) made the step slower there, 5.45 against 5.20 ms (alternating runs, 2026-11-30).
+/// With fewer items than that the slowest core sets the pace: on a shared many-core host the same GEMM run on
+/// every core at once goes at rates that differ by more than 2x between cores. Not more: each part repeats some
+/// work (a band's overlap rows, a range's packing), and aiming for eight parts per thread (batch 64 on 16
+/// threads: two per image) made the training step slower.
 std::int64_t parts_per_item(std::int64_t items, std::int64_t max_parts);
 
 /// While one is alive on a thread, parallel_for calls made on that thread run on it alone. For background
 /// threads whose work must not take the pool from the training step: a data loader's prefetch thread that took
-/// it for a batch's gather made the step's own kernel, finding the pool busy, run on one thread (conv1's forward
-/// pass on 16 cores of the H200 host: 104 us median, 308 us mean, 2026-11-30).
+/// it for a batch's gather made the step's own kernel, finding the pool busy, run on one thread (a convolution's
+/// mean time came out about three times its median).
 class SerialScope {
  public:
   SerialScope();

@@ -99,9 +99,8 @@ bool is_2x2_tiling(const Pool2dParams& p) {
 /// loops per plane that the vectoriser runs on whole vectors: (1) per output row, the winner of each column's pair
 /// of input rows and which row it came from; (2) over the whole plane at once, the winner of each window's two
 /// column winners; (3) the indices, from a table of the windows' corners (int64 apart from the floats: with both
-/// in one loop GCC vectorised nothing). Per output row instead, the example's 12 outputs were too few for a
-/// 16-lane loop and the epilogue did everything: 1669 µs at 2 threads on the development VM, three times the
-/// backward's 517 (2026-11-30).
+/// in one loop GCC vectorised nothing). Per output row instead, the 12 outputs of a 24-wide input's row were too
+/// few for a 16-lane loop and the epilogue did everything: the forward took three times the backward's time.
 ///
 /// Visiting a window in row-major order (a b / c d) and taking each element that is larger than the best so far
 /// or NaN leaves the last NaN if there is one, else the first maximum. So do the columns' winners (a or c at

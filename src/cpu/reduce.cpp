@@ -47,7 +47,8 @@ void reduce(kernels::ReduceOp op, const Tensor& x, std::int64_t outer, std::int6
       return;
     }
     std::int64_t* pi = indices ? indices->data_ptr<std::int64_t>() : nullptr;
-    // Max with the index of the first maximum (NaN wins, as in PyTorch); Eigen has no argmax along one axis of a 3-D view.
+    // Max with the index of the first maximum (NaN wins, as in PyTorch); Eigen has no argmax along one axis
+    // of a 3-D view.
     parallel_for(outer * inner, static_cast<double>(n), [&](std::int64_t begin, std::int64_t end) {
       for (std::int64_t j = begin; j < end; ++j) {
         const std::int64_t o = j / inner, i = j % inner;

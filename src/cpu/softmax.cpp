@@ -44,7 +44,8 @@ void softmax_backward(const Tensor& y, const Tensor& dy, Tensor& dx, std::int64_
         const std::int64_t base = (j / inner) * n * inner + j % inner;
         T s = 0;
         // softmax: dx = y * (dy - sum(dy * y)); log_softmax: dx = dy - exp(y) * sum(dy)
-        for (std::int64_t r = 0; r < n; ++r) s += log ? pdy[base + r * inner] : pdy[base + r * inner] * py[base + r * inner];
+        for (std::int64_t r = 0; r < n; ++r)
+          s += log ? pdy[base + r * inner] : pdy[base + r * inner] * py[base + r * inner];
         for (std::int64_t r = 0; r < n; ++r) {
           const std::int64_t q = base + r * inner;
           pdx[q] = log ? pdy[q] - kernels::m_exp(py[q]) * s : py[q] * (pdy[q] - s);

@@ -65,8 +65,8 @@ __global__ void fill_kernel(T* __restrict__ out, T value, std::int64_t n) {
 }
 
 /// Stand-ins for per-channel vectors the caller did not pass (affine off, unwanted parameter gradients), which
-/// cuDNN requires. They live in a gpu::Workspace of the call and are refilled on every call: stream-ordered, so this also
-/// works inside CUDA-graph capture, and no memory stays held for a layer without parameters.
+/// cuDNN requires. They live in a gpu::Workspace of the call and are refilled on every call: stream-ordered, so this
+/// also works inside CUDA-graph capture, and no memory stays held for a layer without parameters.
 template <class T>
 class ChannelScratch {
  public:

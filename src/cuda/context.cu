@@ -76,7 +76,7 @@ std::vector<DeviceContext*> g_contexts;
 /// device_alloc, with an out-of-memory error that says the memory was scratch for `what`.
 /// With the caching allocator off (MINIDL_CUDA_NO_CACHE=1, the setting of compute-sanitizer runs) the scratch
 /// starts zeroed, queued on `s`: cuDNN's layout transposes read parts of their workspace that nothing wrote
-/// (initcheck on the H200, cuDNN 9.14: 1.4 million reports in nhwcToNchwKernel inside
+/// (initcheck, cuDNN 9.14: 1.4 million reports in nhwcToNchwKernel inside
 /// cudnnConvolutionBackwardFilter for one test whose results were right), which buried minidl's own reports.
 /// With the cache on no tool is watching and nothing is spent; during capture the memset would be replayed.
 void* workspace_alloc(std::size_t bytes, const char* what, cudaStream_t s) {
@@ -95,8 +95,8 @@ void* workspace_alloc(std::size_t bytes, const char* what, cudaStream_t s) {
   return p;
 }
 
-/// Releases every device's handles, the cuBLAS workspace and the stream, when the caching allocator is off (the setting of
-/// compute-sanitizer runs: MINIDL_CUDA_NO_CACHE=1), so that its leak check at exit reports only memory that
+/// Releases every device's handles, the cuBLAS workspace and the stream, when the caching allocator is off (the setting
+/// of compute-sanitizer runs: MINIDL_CUDA_NO_CACHE=1), so that its leak check at exit reports only memory that
 /// something really lost. Normal runs leave it all to the driver: the handles must outlive static tensors.
 void release_contexts_at_exit() {
   if (cuda::allocator_caching()) return;

@@ -31,7 +31,7 @@ bool stream_is_capturing();
 /// Whether the convolutions' and matmul's algorithm searches may choose by timing their candidates:
 /// cuda::cudnn_benchmark(), and not deterministic(). A timed choice follows the GPU's speed of the moment, so two
 /// runs can take different algorithms, which sum in different orders: with timing, two --deterministic epochs
-/// of the example (same seed and binary) ended at test accuracies 0.8695 and 0.8717 (H200, 2026-11-30).
+/// of the example (same seed and binary) ended at different test accuracies.
 bool timed_algorithm_search();
 
 /// Caching allocator (stream-ordered on stream()); throws OutOfMemoryError.
@@ -41,8 +41,8 @@ void device_free(void* ptr);
 /// Scratch memory of one call (a cuDNN workspace, split-K partial sums), taken from the caching allocator and
 /// given back when the object goes out of scope, as PyTorch does with cuDNN's workspaces. Stream order makes the
 /// early return safe: the kernels queued on the block run before those of its next user. So scratch counts in
-/// memory_stats() only while a call holds it; a buffer kept at the largest size ever asked held 86.6 MB after
-/// the example's evaluation at batch 1000, half of the batch-64 step's measured peak (H200, 2026-11-30).
+/// memory_stats() only while a call holds it; a buffer kept at the largest size ever asked held a large
+/// evaluation batch's workspace through training, a large part of a small training step's measured peak.
 /// `what` names it in an out-of-memory error. Zero bytes: get() is null.
 class Workspace {
  public:

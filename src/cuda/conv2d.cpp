@@ -83,8 +83,8 @@ struct Settings {
 template <class T>
 Settings current_settings() {
   // FMA math keeps float convolutions in full precision (results match the CPU); tensor-op math offers cuDNN
-  // the TF32 tensor-core kernels (with the default math type its search kept to SIMT kernels: measured on the
-  // H200, 2026-11-29). Double has no TF32 path, so its math type stays the default.
+  // the TF32 tensor-core kernels (with the default math type its search kept to SIMT kernels). Double has no
+  // TF32 path, so its math type stays the default.
   const bool is_float = std::is_same<T, float>::value;
   const cudnnMathType_t math = !is_float ? CUDNN_DEFAULT_MATH
                                : cuda::allow_tf32_conv() ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
@@ -189,8 +189,8 @@ std::vector<Algorithm> choose_algorithm(Pass pass, int algo_count, const Setting
       if (probe(a, &need) == CUDNN_STATUS_SUCCESS && need <= kMaxWorkspaceBytes) bytes = std::max(bytes, need);
     }
     // cuDNN times each candidate once, one after another. Right after an idle period the GPU's clock is still
-    // ramping up, so the first candidates are timed slow and the ranking is skewed (seen on the H200: a search
-    // picked a SIMT kernel that a later search timed 1.6x slower than a tensor-op one). The first search only
+    // ramping up, so the first candidates are timed slow and the ranking is skewed (a search picked a SIMT
+    // kernel that a later search timed slower than a tensor-op one). The first search only
     // warms the GPU up; the second one ranks.
     const Workspace ws(bytes, "the cuDNN algorithm search's workspace");
     find(algo_count, &returned, results.data(), ws.get(), bytes);
@@ -226,7 +226,7 @@ float warm_and_time(Launch launch) {
 
 /// `best`, or the own kernel `impl` (`launch` runs it) when it `applies` and is faster. The own kernels are
 /// deterministic, so the deterministic setting keeps them. Where nothing may be timed (may_time) they are taken
-/// untimed: on the example's convolutions they beat every cuDNN algorithm at batch 64 (H200, 2026-11-30).
+/// untimed: on the small convolutions they were written for they beat every cuDNN algorithm.
 template <class Launch>
 Algorithm consider_own(const Algorithm& best, const Settings& s, Impl impl, bool applies, Launch launch,
                        int bands = 0) {
@@ -339,12 +339,11 @@ void cudnn_backward_weight(const Plan& pl, const Algorithm& a, const T* x, const
 
 /// Settles cuDNN's choice among `usable` (choose_algorithm's, fastest first). The candidates within kWindow of
 /// cudnnFind's fastest (at most kMaxRetimed) are timed the way the own kernels are (warm_and_time: a warm-up,
-/// then the mean of three runs), because cudnnFind times each once and those single runs varied from 62 to 84 µs
-/// for one algorithm (conv2's forward at batch 64, H200, 2026-11-30). Then the one with the least workspace
-/// within kTimeSlack of the fastest wins: the fastest is often an FFT or Winograd variant holding 100+ MB of
-/// scratch for a few percent of speed, and that scratch sets the step's peak memory (batch 256's weight gradient
-/// on the H200: algorithm 2 with 240 MB at 181.5 µs against algorithm 1 with 66 MB at 190 µs, after cudnnFind's
-/// single runs had put algorithm 2 more than 10% ahead). Untimed (may_time false), the heuristic's first wins.
+/// then the mean of three runs), because cudnnFind times each once and those single runs of one algorithm varied
+/// by a third between calls. Then the one with the least workspace within kTimeSlack of the fastest wins: the
+/// fastest is often an FFT or Winograd variant holding 100+ MB of scratch for a few percent of speed, and that
+/// scratch sets the step's peak memory (re-timed, such a variant's lead can vanish where cudnnFind's single runs
+/// had put it more than 10% ahead). Untimed (may_time false), the heuristic's first wins.
 /// `run(a)` launches candidate a; the winner's math type is left set on `conv`.
 template <class Run>
 Algorithm retime(std::vector<Algorithm> usable, const ConvolutionDescriptor& conv, const Settings& s, Run run) {
@@ -494,7 +493,7 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
     cudnn_backward_weight(plan, a, x, dy, dw);
   }
   // The other kernels leave the bias gradient to the sum op's reduction, faster than cuDNN's backward-bias
-  // kernel (measured on the H200, 2026-11-29).
+  // kernel.
   if (dbias) channel_sum(dy, p.N, p.K, p.P * p.Q, dbias);
 }
 

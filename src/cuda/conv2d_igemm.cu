@@ -89,7 +89,8 @@ __device__ __forceinline__ void multiply_tile(Accumulators<FN>& acc, APtr a, int
 // ---- forward and input gradient ------------------------------------------------------------------------
 
 // A block computes a 128 x BN output tile with 8 warps (4 along m, 2 along the channels); the reduction runs in
-// tiles of 32. BN is 64, or 32 where there are only 32 channels (the example's conv1 and conv2's input gradient).
+// tiles of 32. BN is 64, or 32 where there are only 32 channels (the forward of a 32-filter layer, the input
+// gradient of a layer with 32 input channels).
 constexpr int kBM = 128, kBK = 32, kThreads = 256;
 // Shared tiles are column-major for wmma (A as [k][m], B as [col][k], C as [col][m]); rows padded by 8 floats
 // against bank conflicts while keeping every fragment pointer 32-byte aligned, as wmma requires.

@@ -281,7 +281,7 @@ int blocks_per_sm(const Band& b, const DeviceSetup& d) {
 /// SASS for sm_90 (not yet measured with Nsight Compute), about 28 per 32 patch elements and 15 per 32 weights
 /// staged, and per warp and 32 pixels 31 per reduction step plus 370 for the fragment rows and the output; two
 /// instructions per cycle and multiprocessor, and a dependent chain of about 4 cycles per instruction within a
-/// warp (from Nsight Compute on the H200 with the kernel before its k loop was pipelined, at IPC 1.35 to 1.82).
+/// warp (from Nsight Compute, with the kernel before its k loop was pipelined, at IPC 1.35 to 1.82).
 /// More bands give more blocks but re-stage the weights and the halo rows; fewer leave multiprocessors idle.
 double launch_cycles(const Band& b, std::int64_t images, int groups, const DeviceSetup& d, int out_w) {
   const std::int64_t per_sm = blocks_per_sm(b, d);

@@ -1,14 +1,14 @@
 #pragma once
 // Convolution kernels that stage a band of the source image in shared memory, then multiply on TF32 tensor
-// cores (mma.sync) with every operand read from shared memory. For the example's conv2 (32 → 64 channels, 3×3,
-// 26×26) the implicit-GEMM kernels (conv2d_igemm.h), which gather each tile's operand from global memory
-// element by element, took 62–68 µs per pass at batch 64 on the H200 (2026-11-30): Nsight Compute showed about
-// 900 instructions per warp and tile of 32 reduction steps, 25% occupancy and a second, nearly empty wave.
+// cores (mma.sync) with every operand read from shared memory. For a 32 → 64 channel 3×3 convolution on 26×26
+// images the implicit-GEMM kernels (conv2d_igemm.h), which gather each tile's operand from global memory
+// element by element, were issue-bound: Nsight Compute showed about 900 instructions per warp and tile of 32
+// reduction steps, 25% occupancy and a second, nearly empty wave.
 // Here a block loads its rows of every channel once (a 3×3 window reads each element 9 times from shared memory
 // instead of from global memory), so the inner loop is one 64-bit tap-table load, shared-memory loads (the weights
 // stored in fragment order: two 128-bit loads per step) and mma, software-pipelined one step ahead. That loop
-// (about 4 instructions per mma) took conv2's forward at batch 64 from 33.0 to 18.7 µs and its input gradient
-// from 57.0 to 21.9 µs on the H200 (2026-11-30, bench_ops_gpu conv2/staged_*).
+// (about 4 instructions per mma, where the first version issued about 24) is what makes the forward and input
+// gradient fast (measurements: docs/BENCHMARKS.md, bench_ops_gpu conv2/staged_*).
 // The weight gradient reduces over all N·P·Q pixels instead: blocks of four-warp groups stage a band of pixels'
 // source rows and dy, multiply them the same way (dy fragments by ldmatrix, X gathered from the patch through a
 // table of window corners), and sum the groups' results and then the blocks' partial sums in a fixed order.

@@ -499,8 +499,8 @@ WgradPlan plan_wgrad(const Conv2dParams& p, int band_chunks) {
 }
 
 /// Estimated cycles of a plan, from a model not yet checked against Nsight Compute. Per group and chunk, shared
-/// memory serves four warps' 8·MT ldmatrix (4 wavefronts each), 12 gathered loads (1 wavefront each without bank
-/// conflicts, as for conv2) and a corner load: 4 (13 + 8·MT) cycles, against 24·MT/4 mma per warp (per SASS for
+/// memory serves four warps' 8·MT ldmatrix (4 wavefronts each), 12 gathered loads (1 wavefront each, assuming no
+/// bank conflicts) and a corner load: 4 (13 + 8·MT) cycles, against 24·MT/4 mma per warp (per SASS for
 /// sm_90, 2.5 instructions per mma: bandwidth-bound). Per band, the staging's instructions as counted in its SASS
 /// (about 17 per copy of whole source rows, 25 per copy of padded ones, 10 per copy of dy, 20 per corner) at
 /// two warp instructions per cycle. The groups of a multiprocessor add up; the partial sums' bytes are written and

@@ -12,7 +12,7 @@ namespace {
 
 // Per-sample losses by sub-warps of `lanes` lanes (a power of two: ce_lanes), 32 / lanes samples per warp, so the
 // few classes of a small batch (10 for MNIST) keep every lane busy and all samples in flight at once: a warp per
-// sample, 8 warps looping over 256 samples, took 23.2 us for the example's 256x10 loss on the H200.
+// sample, 8 warps looping over the batch, leaves most lanes idle and most samples waiting.
 constexpr unsigned kFullMask = 0xffffffffu;
 int ce_lanes(i64 c) {
   int lanes = 1;

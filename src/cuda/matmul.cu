@@ -1,8 +1,8 @@
 // float32 matrix products through cuBLASLt, with the algorithm chosen once per shape.
 //
-// Why: cuBLAS's default choice is not the fastest for the skinny products of a small network. The example CNN's
-// fc1 at batch 64 (64x9216 times 9216x128) ran as a SIMT sgemm of 13 us plus a split-K reduction of 5.5 us,
-// and its backward products took 9-11 us, where 2-3 us is the floor (H200). So, as the convolutions do
+// Why: cuBLAS's default choice is not the fastest for the skinny products of a small network. A 64x9216 times
+// 9216x128 product ran as a SIMT sgemm plus a split-K reduction, and it and its backward products took several
+// times their floor (docs/BENCHMARKS.md). So, as the convolutions do
 // (conv2d.cpp), the first call of each shape asks cuBLASLt's heuristic for up to kMaxCandidates algorithms, runs
 // each on the real buffers and keeps the fastest; later calls only launch it.
 //

@@ -46,8 +46,8 @@ Tensor rows_view(const Tensor& t, std::int64_t start, std::int64_t len) {
   const std::size_t row_bytes =
       static_cast<std::size_t>(shape_numel(Shape(s.begin() + 1, s.end()))) * element_size(t.dtype());
   s[0] = len;
-  return Tensor(std::make_shared<TensorImpl>(impl->storage, impl->byte_offset + static_cast<std::size_t>(start) * row_bytes,
-                                             s, impl->dtype));
+  return Tensor(std::make_shared<TensorImpl>(
+      impl->storage, impl->byte_offset + static_cast<std::size_t>(start) * row_bytes, s, impl->dtype));
 }
 
 Shape with_rows(std::int64_t rows, const Shape& sample_shape) {

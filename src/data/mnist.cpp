@@ -115,7 +115,8 @@ MnistDataset MnistDataset::load(const std::string& dir, bool train, Normalizatio
 
   // 256 possible bytes: normalise each once, in double, then round to float.
   std::array<float, 256> lut{};
-  for (int p = 0; p < 256; ++p) lut[static_cast<std::size_t>(p)] = static_cast<float>((p / 255.0 - norm.mean) / norm.std);
+  for (int p = 0; p < 256; ++p)
+    lut[static_cast<std::size_t>(p)] = static_cast<float>((p / 255.0 - norm.mean) / norm.std);
   Tensor images = empty({idx_images.count, 1, idx_images.rows, idx_images.cols}, TensorOptions(kFloat32));
   float* px = images.data_ptr<float>();
   for (std::size_t i = 0; i < idx_images.pixels.size(); ++i) px[i] = lut[idx_images.pixels[i]];

@@ -21,7 +21,8 @@ std::vector<std::int64_t> DistributedSampler::indices(std::int64_t epoch) const 
   std::vector<std::int64_t> order = epoch_order(dataset_size_, shuffle_, seed_, epoch);
   const std::int64_t total = num_samples_ * num_replicas_;
   // Pad by repeating the order from its start (more than once when the set is smaller than the padding).
-  for (std::int64_t i = dataset_size_; i < total; ++i) order.push_back(order[static_cast<std::size_t>(i - dataset_size_)]);
+  for (std::int64_t i = dataset_size_; i < total; ++i)
+    order.push_back(order[static_cast<std::size_t>(i - dataset_size_)]);
   std::vector<std::int64_t> mine;
   mine.reserve(static_cast<std::size_t>(num_samples_));
   for (std::int64_t i = rank_; i < total; i += num_replicas_) mine.push_back(order[static_cast<std::size_t>(i)]);

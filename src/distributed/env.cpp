@@ -11,7 +11,8 @@ namespace distributed {
 
 namespace {
 
-constexpr const char* kHint = " (set by `minidl run` or torchrun: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)";
+constexpr const char* kHint =
+    " (set by `minidl run` or torchrun: RANK, WORLD_SIZE, LOCAL_RANK, MASTER_ADDR, MASTER_PORT)";
 
 int int_var(const std::function<const char*(const char*)>& lookup, const char* name, long lo, long hi) {
   const char* v = lookup(name);

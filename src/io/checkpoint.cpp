@@ -163,7 +163,8 @@ void load(nn::Module& module, const std::string& path) {
     const std::string want_dtype = file_dtype(t.dtype());
     const auto it = in_file.find(name);
     if (it == in_file.end()) {
-      problems.push_back(detail::str("missing in file: ", quoted(name), " (", want_dtype, " ", shape_str(t.sizes()), ")"));
+      problems.push_back(
+          detail::str("missing in file: ", quoted(name), " (", want_dtype, " ", shape_str(t.sizes()), ")"));
       continue;
     }
     const TensorRecord& r = *it->second;
@@ -177,7 +178,8 @@ void load(nn::Module& module, const std::string& path) {
     if (dtype_ok && shape_ok) matched.emplace_back(t, &r);
   }
   for (const TensorRecord& r : contents.tensors) {
-    if (expected.count(r.name) == 0) problems.push_back("unexpected in file: " + quoted(r.name) + " (" + r.dtype + " " + shape_str(r.shape) + ")");
+    if (expected.count(r.name) == 0)
+      problems.push_back("unexpected in file: " + quoted(r.name) + " (" + r.dtype + " " + shape_str(r.shape) + ")");
   }
   MINIDL_CHECK(problems.empty(), FormatError, "load: checkpoint '", path, "' does not match module ",
                quoted(module.name()), " (", problems.size(), " mismatch", problems.size() == 1 ? "" : "es", "): ",
@@ -221,8 +223,8 @@ TrainingState load_training_state(const std::string& path) {
   const std::map<std::string, std::string>& metadata = contents.metadata;
 
   const auto format = metadata.find(kFormatKey);
-  MINIDL_CHECK(format != metadata.end() && format->second == kFormatValue, FormatError, prefix,
-               "__metadata__ key ", quoted(kFormatKey), ": expected ", quoted(kFormatValue), " (a training state), found ",
+  MINIDL_CHECK(format != metadata.end() && format->second == kFormatValue, FormatError, prefix, "__metadata__ key ",
+               quoted(kFormatKey), ": expected ", quoted(kFormatValue), " (a training state), found ",
                format == metadata.end() ? std::string("no such key") : quoted(format->second));
 
   TrainingState state;

@@ -154,7 +154,11 @@ enum class BinaryOp : std::uint8_t {
 template <class T> struct FirstOp { T a; MINIDL_HD T operator()(T x, T) const { return x; } };
 template <class T> struct AddOp { T a; MINIDL_HD T operator()(T x, T y) const { return x + a * y; } };
 /// relu(x + a * y): a bias and the ReLU after it in one pass (nn::LinearReLU).
-template <class T> struct AddReluOp { T a; MINIDL_HD T operator()(T x, T y) const { return Relu<T>{T(0)}(x + a * y); } };
+template <class T>
+struct AddReluOp {
+  T a;
+  MINIDL_HD T operator()(T x, T y) const { return Relu<T>{T(0)}(x + a * y); }
+};
 template <class T> struct SubOp { T a; MINIDL_HD T operator()(T x, T y) const { return x - a * y; } };
 template <class T> struct MulOp { T a; MINIDL_HD T operator()(T x, T y) const { return x * y; } };
 template <class T> struct DivOp { T a; MINIDL_HD T operator()(T x, T y) const { return x / y; } };

@@ -41,7 +41,8 @@ Tensor dropout(const Tensor& input_in, double p, bool training) {
 
 Tensor dropout2d(const Tensor& input, double p, bool training) {
   if (!training) return input;
-  MINIDL_CHECK(input.dim() == 4, ValueError, "dropout2d: input must be (N, C, H, W), found shape ", shape_str(input.sizes()));
+  MINIDL_CHECK(input.dim() == 4, ValueError, "dropout2d: input must be (N, C, H, W), found shape ",
+               shape_str(input.sizes()));
   return apply_mask(input, {input.size(0), input.size(1), 1, 1}, p, "dropout2d");
 }
 

@@ -28,13 +28,15 @@ Tensor linear_with(const Tensor& input_in, const Tensor& weight_in, const Tensor
     ops::check_same(out, bias, detail::str(op, " (bias)").c_str());
     MINIDL_CHECK(bias.dim() == 1 && bias.size(0) == out_f, ValueError, op, ": bias must have shape [", out_f,
                  "], found ", shape_str(bias.sizes()));
-    MINIDL_ON_BACKEND(out.device(), binary(relu ? kernels::BinaryOp::AddRelu : kernels::BinaryOp::Add, 1.0, out, bias, out));
+    MINIDL_ON_BACKEND(out.device(),
+                      binary(relu ? kernels::BinaryOp::AddRelu : kernels::BinaryOp::Add, 1.0, out, bias, out));
   } else if (relu) {
     MINIDL_ON_BACKEND(out.device(), unary(kernels::UnaryOp::Relu, 0.0, out, out));
   }
   autograd::SavedTensor sx(input, op), sw(weight, op);
   autograd::SavedTensor sy = relu ? autograd::SavedTensor(out, op) : autograd::SavedTensor();
-  const bool need_x = input.requires_grad(), need_w = weight.requires_grad(), need_b = bias.defined() && bias.requires_grad();
+  const bool need_x = input.requires_grad(), need_w = weight.requires_grad(),
+             need_b = bias.defined() && bias.requires_grad();
   const Shape in_shape = input.sizes(), w_shape = weight.sizes();
   return autograd::record(out, relu ? "LinearReLUBackward" : "LinearBackward", {input, weight, bias},
                           [=](const Tensor& g_out) {

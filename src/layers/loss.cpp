@@ -32,8 +32,8 @@ void check_classification(const Tensor& input, const Tensor& target, const char*
 /// cross_entropy and nll_loss from log-probabilities (the backward rule of either: from logits, or from the
 /// log-probabilities themselves): per sample, or reduced (mean or sum) in the loss's own pass, with a backward
 /// that scales in its own pass too. Per-sample losses, then sum, then scale forward, and scale, expand, then the
-/// rule backward, were seven kernels of the example's GPU step where the reduced loss takes two (measured under
-/// Nsight Compute on the H200, 2026-11-30).
+/// rule backward, were seven kernels of a GPU training step where the reduced loss takes two (counted under
+/// Nsight Compute).
 Tensor loss_from_log_probs(const Tensor& input, const Tensor& log_probs, const Tensor& target, double smoothing,
                            bool from_logits, Reduction reduction, const char* name) {
   const std::int64_t n = input.size(0);

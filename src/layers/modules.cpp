@@ -56,8 +56,8 @@ Conv2dImpl::Conv2dImpl(Conv2dOptions o) : Module("Conv2d"), options(std::move(o)
   const std::int64_t g = options.groups();
   MINIDL_CHECK(options.in_channels() > 0 && options.out_channels() > 0 && g > 0 && options.in_channels() % g == 0 &&
                    options.out_channels() % g == 0,
-               ValueError, "Conv2d: in_channels (", options.in_channels(), ") and out_channels (", options.out_channels(),
-               ") must be positive and divisible by groups (", g, ")");
+               ValueError, "Conv2d: in_channels (", options.in_channels(), ") and out_channels (",
+               options.out_channels(), ") must be positive and divisible by groups (", g, ")");
   MINIDL_CHECK(options.kernel_size().h > 0 && options.kernel_size().w > 0, ValueError,
                "Conv2d: kernel_size must be positive, found (", options.kernel_size().h, ", ",
                options.kernel_size().w, ")");
@@ -71,9 +71,10 @@ Tensor Conv2dImpl::forward(const Tensor& input) {
   return F::conv2d(input, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
 }
 void Conv2dImpl::pretty_print(std::ostream& os) const {
-  os << "Conv2d(" << options.in_channels() << ", " << options.out_channels() << ", kernel_size=" << options.kernel_size()
-     << ", stride=" << options.stride() << ", padding=" << options.padding() << ", dilation=" << options.dilation()
-     << ", groups=" << options.groups() << ", bias=" << bool_str(options.bias()) << ")";
+  os << "Conv2d(" << options.in_channels() << ", " << options.out_channels()
+     << ", kernel_size=" << options.kernel_size() << ", stride=" << options.stride()
+     << ", padding=" << options.padding() << ", dilation=" << options.dilation() << ", groups=" << options.groups()
+     << ", bias=" << bool_str(options.bias()) << ")";
 }
 Tensor ConvReLU2dImpl::forward(const Tensor& input) {
   return F::conv2d_relu(input, weight, bias, options.stride(), options.padding(), options.dilation(), options.groups());
@@ -97,7 +98,9 @@ void AvgPool2dImpl::pretty_print(std::ostream& os) const {
   print_pool(os, "AvgPool2d", options);
 }
 Tensor AdaptiveAvgPool2dImpl::forward(const Tensor& input) { return F::adaptive_avg_pool2d(input, output_size); }
-void AdaptiveAvgPool2dImpl::pretty_print(std::ostream& os) const { os << "AdaptiveAvgPool2d(output_size=" << output_size << ")"; }
+void AdaptiveAvgPool2dImpl::pretty_print(std::ostream& os) const {
+  os << "AdaptiveAvgPool2d(output_size=" << output_size << ")";
+}
 
 BatchNormImplBase::BatchNormImplBase(BatchNormOptions o, std::string name, std::vector<std::int64_t> accepted_dims)
     : Module(std::move(name)), options(std::move(o)), accepted_dims_(std::move(accepted_dims)) {
@@ -132,9 +135,10 @@ void BatchNormImplBase::reset_parameters() {
 }
 
 Tensor BatchNormImplBase::forward(const Tensor& input) {
-  MINIDL_CHECK(input.defined() && std::find(accepted_dims_.begin(), accepted_dims_.end(), input.dim()) != accepted_dims_.end(),
-               ValueError, name(), ": expected input with ", accepted_dims_.size() == 1 ? "4" : "2 or 3",
-               " dimensions, found shape ", input.defined() ? shape_str(input.sizes()) : "undefined");
+  MINIDL_CHECK(
+      input.defined() && std::find(accepted_dims_.begin(), accepted_dims_.end(), input.dim()) != accepted_dims_.end(),
+      ValueError, name(), ": expected input with ", accepted_dims_.size() == 1 ? "4" : "2 or 3",
+      " dimensions, found shape ", input.defined() ? shape_str(input.sizes()) : "undefined");
   MINIDL_CHECK(input.size(1) == options.num_features(), ValueError, name(), ": expected ", options.num_features(),
                " channels in dimension 1, found shape ", shape_str(input.sizes()));
   const bool use_batch_stats = is_training() || !options.track_running_stats();

@@ -11,7 +11,8 @@ kernels::Pool2dParams pool_params(const Tensor& input, ExpandingArray2 k, Expand
                                   const char* op) {
   ops::check_defined(input, op, "input");
   ops::check_floating(input, op);
-  MINIDL_CHECK(input.dim() == 4, ValueError, op, ": input must be (N, C, H, W), found shape ", shape_str(input.sizes()));
+  MINIDL_CHECK(input.dim() == 4, ValueError, op, ": input must be (N, C, H, W), found shape ",
+               shape_str(input.sizes()));
   kernels::Pool2dParams p;
   p.N = input.size(0); p.C = input.size(1); p.H = input.size(2); p.W = input.size(3);
   p.kh = k.h; p.kw = k.w;

@@ -76,7 +76,9 @@ Tensor kaiming_uniform_(Tensor t, double a, FanMode mode, Nonlinearity n) {
   const double bound = std::sqrt(3.0) * kaiming_std(t, a, mode, n);
   return uniform_(t, -bound, bound);
 }
-Tensor kaiming_normal_(Tensor t, double a, FanMode mode, Nonlinearity n) { return normal_(t, 0.0, kaiming_std(t, a, mode, n)); }
+Tensor kaiming_normal_(Tensor t, double a, FanMode mode, Nonlinearity n) {
+  return normal_(t, 0.0, kaiming_std(t, a, mode, n));
+}
 Tensor xavier_uniform_(Tensor t, double gain) {
   const double bound = std::sqrt(3.0) * xavier_std(t, gain);
   return uniform_(t, -bound, bound);

@@ -43,7 +43,8 @@ Tensor Tensor::to(DType target) const {
   if (dtype() == target) return *this;
   Tensor out = empty(sizes(), TensorOptions(target).device(device()));
   MINIDL_ON_BACKEND(device(), copy(*this, out));
-  if (!minidl::is_floating_point(target) || !minidl::is_floating_point(dtype())) return out;  // integral results carry no gradient
+  if (!minidl::is_floating_point(target) || !minidl::is_floating_point(dtype()))
+    return out;  // integral results carry no gradient
   const DType from = dtype();
   return autograd::record(out, "ToDTypeBackward", {*this}, [from](const Tensor& g) {
     return std::vector<Tensor>{g.to(from)};

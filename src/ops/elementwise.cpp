@@ -44,7 +44,8 @@ Tensor binary_forward(BinaryOp op, double alpha, Tensor& a, Tensor& b, const cha
   ops::check_defined(a, name, "self");
   ops::check_defined(b, name, "other");
   MINIDL_CHECK(a.device() == b.device(), TypeError, name, ": expected both operands on the same device, found ",
-               a.device(), " (shape ", shape_str(a.sizes()), ") and ", b.device(), " (shape ", shape_str(b.sizes()), ")");
+               a.device(), " (shape ", shape_str(a.sizes()), ") and ", b.device(), " (shape ",
+               shape_str(b.sizes()), ")");
   DType common = result_type(a, b);
   if (op == BinaryOp::Div || op == BinaryOp::Pow) common = floating_result(common);
   if (op == BinaryOp::Sub) check_not_bool(common, name, "subtraction", "logical_xor");
@@ -162,9 +163,15 @@ Tensor nondifferentiable(BinaryOp op, const Tensor& a_in, const Tensor& b_in, co
 }
 }  // namespace
 
-Tensor maximum(const Tensor& a, const Tensor& b) { return extremum(BinaryOp::Maximum, a, b, "maximum", "MaximumBackward"); }
-Tensor minimum(const Tensor& a, const Tensor& b) { return extremum(BinaryOp::Minimum, a, b, "minimum", "MinimumBackward"); }
-Tensor floor_divide(const Tensor& a, const Tensor& b) { return nondifferentiable(BinaryOp::FloorDivide, a, b, "floor_divide"); }
+Tensor maximum(const Tensor& a, const Tensor& b) {
+  return extremum(BinaryOp::Maximum, a, b, "maximum", "MaximumBackward");
+}
+Tensor minimum(const Tensor& a, const Tensor& b) {
+  return extremum(BinaryOp::Minimum, a, b, "minimum", "MinimumBackward");
+}
+Tensor floor_divide(const Tensor& a, const Tensor& b) {
+  return nondifferentiable(BinaryOp::FloorDivide, a, b, "floor_divide");
+}
 
 Tensor remainder(const Tensor& a_in, const Tensor& b_in) {
   Tensor a = a_in, b = b_in;
@@ -188,9 +195,15 @@ Tensor lt(const Tensor& a, const Scalar& b) { return lt(a, scalar_tensor(a, b, "
 Tensor le(const Tensor& a, const Scalar& b) { return le(a, scalar_tensor(a, b, "le")); }
 Tensor gt(const Tensor& a, const Scalar& b) { return gt(a, scalar_tensor(a, b, "gt")); }
 Tensor ge(const Tensor& a, const Scalar& b) { return ge(a, scalar_tensor(a, b, "ge")); }
-Tensor logical_and(const Tensor& a, const Tensor& b) { return nondifferentiable(BinaryOp::LogicalAnd, a, b, "logical_and"); }
-Tensor logical_or(const Tensor& a, const Tensor& b) { return nondifferentiable(BinaryOp::LogicalOr, a, b, "logical_or"); }
-Tensor logical_xor(const Tensor& a, const Tensor& b) { return nondifferentiable(BinaryOp::LogicalXor, a, b, "logical_xor"); }
+Tensor logical_and(const Tensor& a, const Tensor& b) {
+  return nondifferentiable(BinaryOp::LogicalAnd, a, b, "logical_and");
+}
+Tensor logical_or(const Tensor& a, const Tensor& b) {
+  return nondifferentiable(BinaryOp::LogicalOr, a, b, "logical_or");
+}
+Tensor logical_xor(const Tensor& a, const Tensor& b) {
+  return nondifferentiable(BinaryOp::LogicalXor, a, b, "logical_xor");
+}
 
 Tensor logical_not(const Tensor& a_in) {
   Tensor a = a_in;
@@ -213,7 +226,8 @@ Tensor mul(const Tensor& a_in, const Scalar& s_in) {
   Tensor a = scalar_operand(a_in, s_in, "mul");
   const double s = s_in.to_double();
   Tensor out = unary_forward(UnaryOp::MulScalar, s, a, "mul", false);
-  return autograd::record(out, "MulScalarBackward", {a}, [s](const Tensor& g) { return std::vector<Tensor>{mul(g, s)}; });
+  return autograd::record(out, "MulScalarBackward", {a},
+                          [s](const Tensor& g) { return std::vector<Tensor>{mul(g, s)}; });
 }
 
 /// Multiplies by the reciprocal, as minidl's division by a scalar always has (the last bit may differ from
@@ -246,14 +260,16 @@ Tensor exp(const Tensor& a_in) {
   Tensor a = a_in;
   Tensor out = unary_forward(UnaryOp::Exp, 0.0, a, "exp", true);
   SavedTensor so(out, "exp");
-  return autograd::record(out, "ExpBackward", {a}, [so](const Tensor& g) { return std::vector<Tensor>{mul(g, so.get())}; });
+  return autograd::record(out, "ExpBackward", {a},
+                          [so](const Tensor& g) { return std::vector<Tensor>{mul(g, so.get())}; });
 }
 
 Tensor log(const Tensor& a_in) {
   Tensor a = a_in;
   Tensor out = unary_forward(UnaryOp::Log, 0.0, a, "log", true);
   SavedTensor sa(a, "log");
-  return autograd::record(out, "LogBackward", {a}, [sa](const Tensor& g) { return std::vector<Tensor>{div(g, sa.get())}; });
+  return autograd::record(out, "LogBackward", {a},
+                          [sa](const Tensor& g) { return std::vector<Tensor>{div(g, sa.get())}; });
 }
 
 Tensor sqrt(const Tensor& a_in) {
@@ -292,7 +308,8 @@ Tensor& relu_(Tensor& a) {
   MINIDL_ON_BACKEND(a.device(), unary(UnaryOp::Relu, 0.0, a, a));
   autograd::bump_version(a);
   SavedTensor so(a, "relu_");  // the result: out > 0 exactly where the input was > 0
-  rec.finish(a, [so](const Tensor& g) { return std::vector<Tensor>{ops::binary_grad(BinaryOp::ReluGrad, 0.0, g, so.get())}; });
+  rec.finish(
+      a, [so](const Tensor& g) { return std::vector<Tensor>{ops::binary_grad(BinaryOp::ReluGrad, 0.0, g, so.get())}; });
   return a;
 }
 

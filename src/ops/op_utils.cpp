@@ -15,7 +15,8 @@ void check_same(const Tensor& a, const Tensor& b, const char* op) {
   check_defined(a, op, "self");
   check_defined(b, op, "other");
   MINIDL_CHECK(a.device() == b.device(), TypeError, op, ": expected both operands on the same device, found ",
-               a.device(), " (shape ", shape_str(a.sizes()), ") and ", b.device(), " (shape ", shape_str(b.sizes()), ")");
+               a.device(), " (shape ", shape_str(a.sizes()), ") and ", b.device(), " (shape ",
+               shape_str(b.sizes()), ")");
   MINIDL_CHECK(a.dtype() == b.dtype(), TypeError, op, ": expected both operands of the same dtype, found ", a.dtype(),
                " (shape ", shape_str(a.sizes()), ") and ", b.dtype(), " (shape ", shape_str(b.sizes()), ")");
 }

@@ -134,7 +134,8 @@ Tensor argmax(const Tensor& a, std::int64_t dim, bool keepdim) {
 Tensor sum_to(const Tensor& a, const Shape& shape) {
   if (a.sizes() == shape) return a;
   const Shape& s = a.sizes();
-  MINIDL_CHECK(shape.size() <= s.size(), ValueError, "sum_to: cannot sum shape ", shape_str(s), " to ", shape_str(shape));
+  MINIDL_CHECK(shape.size() <= s.size(), ValueError, "sum_to: cannot sum shape ", shape_str(s), " to ",
+               shape_str(shape));
   const std::size_t lead = s.size() - shape.size();
   std::vector<std::int64_t> dims;
   for (std::size_t i = 0; i < s.size(); ++i) {

@@ -142,7 +142,8 @@ Tensor permute(const Tensor& a, const std::vector<std::int64_t>& dims) {
   }
   Tensor out = make_view(a, sizes, strides, a.storage_offset());
   std::vector<std::int64_t> inverse(order.size());
-  for (std::size_t i = 0; i < order.size(); ++i) inverse[static_cast<std::size_t>(order[i])] = static_cast<std::int64_t>(i);
+  for (std::size_t i = 0; i < order.size(); ++i)
+    inverse[static_cast<std::size_t>(order[i])] = static_cast<std::int64_t>(i);
   return autograd::record(out, "PermuteBackward", {a}, [inverse](const Tensor& g) {
     return std::vector<Tensor>{g.permute(inverse)};
   });
@@ -178,7 +179,8 @@ Tensor slice(const Tensor& a, std::int64_t dim, std::int64_t start, std::int64_t
   const Shape in_shape = a.sizes();
   const auto sd = static_cast<std::int64_t>(d);
   return autograd::record(out, "SliceBackward", {a}, [=](const Tensor& g) {
-    return std::vector<Tensor>{scatter_into_zeros(g, in_shape, [&](const Tensor& z) { return z.slice(sd, b, e, step); })};
+    return std::vector<Tensor>{
+        scatter_into_zeros(g, in_shape, [&](const Tensor& z) { return z.slice(sd, b, e, step); })};
   });
 }
 

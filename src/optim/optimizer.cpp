@@ -93,8 +93,9 @@ void Optimizer::update(const kernels::OptimHyper& hyper) {
     const Tensor& p = params_[i];
     const Tensor g = p.grad();
     if (!g.defined()) continue;
-    MINIDL_CHECK(g.device() == p.device() && g.dtype() == p.dtype(), TypeError, "optimizer step: gradient of parameter ",
-                 i, " is ", g.dtype(), " on ", g.device(), ", the parameter ", p.dtype(), " on ", p.device());
+    MINIDL_CHECK(g.device() == p.device() && g.dtype() == p.dtype(), TypeError,
+                 "optimizer step: gradient of parameter ", i, " is ", g.dtype(), " on ", g.device(), ", the parameter ",
+                 p.dtype(), " on ", p.device());
     MINIDL_CHECK(g.sizes() == p.sizes(), ValueError, "optimizer step: gradient of parameter ", i, " has shape ",
                  shape_str(g.sizes()), ", the parameter ", shape_str(p.sizes()));
     kernels::OptimSlot slot;

@@ -2,7 +2,8 @@
 // DataLoader: cuts a Dataset into mini-batches in a seeded, per-epoch order, assembling them ahead of the
 // consumer so the model does not wait for data.
 //
-//   auto train = std::make_shared<data::MnistDataset>(data::MnistDataset::load(dir, true, data::Normalization::mnist()));
+//   auto train = std::make_shared<data::MnistDataset>(
+//       data::MnistDataset::load(dir, true, data::Normalization::mnist()));
 //   data::DataLoader loader(train, data::DataLoaderOptions().set_batch_size(128).set_device(Device(kCUDA)));
 //   for (std::int64_t e = 0; e < epochs; ++e)
 //     for (data::Batch& b : loader.epoch(e)) { ... b.data, b.target on the GPU ... }

@@ -81,7 +81,8 @@ class CosineAnnealingLR : public LRScheduler {
 /// a linear warm-up from start_factor * base_lr to end_factor * base_lr.
 class LinearLR : public LRScheduler {
  public:
-  LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3.0, double end_factor = 1.0, std::int64_t total_iters = 5);
+  LinearLR(Optimizer& optimizer, double start_factor = 1.0 / 3.0, double end_factor = 1.0,
+           std::int64_t total_iters = 5);
 
  protected:
   double lr_at(double base_lr, std::int64_t epoch) const override;

@@ -291,3 +291,39 @@ TEST(Views, MatmulOfTransposedViewsAndItsGradients) {
     for (std::size_t i = 0; i < want.size(); ++i) EXPECT_NEAR(got[i], want[i], 1e-12 * (1 + std::abs(want[i])));
   }
 }
+
+// Writing through a view while autograd records: the base's history gains the op for the view's region
+// (PyTorch's CopySlices), so gradients through the base and through the view are right.
+TEST(Views, InPlaceThroughAViewOfANonLeafGivesTheRightGradients) {
+  const Tensor x = randn({4, 3}, TensorOptions(kFloat64).requires_grad());
+  const Tensor w = randn({3}, TensorOptions(kFloat64).requires_grad());
+  const auto scaled_rows = [](const std::vector<Tensor>& in) {
+    Tensor y = in[0] * 2.0;
+    Tensor rows = y.narrow(0, 1, 2);
+    rows.mul_(3.0);
+    return (y * y).sum() + rows.sum();
+  };
+  EXPECT_TRUE(autograd::gradcheck(scaled_rows, {x}));
+  // A buffer that needs no gradient becomes part of the graph by what is written into its slices.
+  const auto assembled = [](const std::vector<Tensor>& in) {
+    Tensor buf = zeros({5, 3}, kFloat64);
+    buf.narrow(0, 0, 4).copy_(in[0]);
+    buf.select(0, 4).add_(in[1]);
+    buf.select(1, 1).mul_(-0.5);  // a strided column
+    return (buf * buf).sum();
+  };
+  EXPECT_TRUE(autograd::gradcheck(assembled, {x, w}));
+  // The values written are the ones a copy-based computation gives.
+  Tensor y = x.detach() * 2.0;
+  y.narrow(0, 1, 2).mul_(3.0);
+  const auto v = y.to_vector<double>(), xs = x.detach().to_vector<double>();
+  for (std::size_t i = 0; i < v.size(); ++i) EXPECT_EQ(v[i], xs[i] * 2.0 * (i >= 3 && i < 9 ? 3.0 : 1.0));
+}
+
+TEST(Views, InPlaceThroughOneOfTwoViewsWhileRecordingIsRefused) {
+  const Tensor x = randn({4}, TensorOptions(kFloat64).requires_grad());
+  Tensor y = x * 2.0;
+  const Tensor a = y.narrow(0, 0, 2), b = y.narrow(0, 2, 2);
+  Tensor a2 = a;
+  EXPECT_THROW(a2.mul_(3.0), AutogradError);  // b's history would not see the write
+}

@@ -4,9 +4,14 @@
 // so a gradient through the modified tensor flows back through what it was before. Without this, x * 2 followed
 // by y.mul_(3) would back-propagate 2 instead of 6: a silently wrong gradient.
 //
-// minidl has no view tracking (PyTorch's CopySlices): when the written storage is shared with another tensor
-// (a view, or a tensor an earlier op saved for backward), the other tensor's history would not see the write,
-// so recording is refused with an AutogradError instead of producing a wrong gradient.
+// Writing through a view (a narrow, select, transpose ... of a base tensor) records on the base as PyTorch's
+// CopySlices does: the base's history gains the op for the view's region, and the view's history becomes that
+// region of the base. A view of a leaf that requires grad raises, as in PyTorch. When the written storage is
+// shared beyond the view and its base (another view, or a tensor an earlier op saved for backward), the other
+// tensor's history would not see the write, so recording is refused with an AutogradError instead of producing
+// a wrong gradient.
+#include <cstdint>
+#include <memory>
 #include <vector>
 
 #include "minidl/autograd.h"
@@ -33,8 +38,13 @@ class InplaceRecord {
 
  private:
   const char* node_;
-  std::vector<Tensor> inputs_;  // self's previous history (a stand-in holding only its old grad_fn), then `others`
+  // self's (or, for a view, its base's) previous history (a stand-in holding only its old grad_fn), then `others`
+  std::vector<Tensor> inputs_;
   bool active_ = false;
+  // Writing through a view: its base and the view's geometry in it (offset in elements from the base's start).
+  std::shared_ptr<TensorImpl> base_;
+  Shape view_sizes_, view_strides_;
+  std::int64_t view_offset_ = 0;
 };
 
 }  // namespace autograd

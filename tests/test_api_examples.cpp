@@ -81,6 +81,31 @@ TEST(ApiExamples, Tensor) {
   EXPECT_EQ(on_device.device(), device);
 }
 
+TEST(ApiExamples, DtypesAndViews) {
+  Tensor logits = randn({8, 10});
+  Tensor target = from_vector<std::int64_t>({1, 0, 3, 9, 2, 2, 7, 5}, {8});  // int64 class labels
+  std::int64_t correct = eq(argmax(logits, 1), target).sum().item<std::int64_t>();
+  Tensor grid = arange(12.0, kInt64).reshape({3, 4});
+  Tensor column = grid.select(1, 2);                     // {2, 6, 10}: a view with stride 4
+  column.mul_(10);                                       // writes into grid: {20, 60, 100}
+  Tensor rows = grid.t().slice(0, 0, 4, 2);              // rows 0 and 2 of the transpose, no copy
+  Tensor quarter = grid.to(kHalf) / 4;                   // float16, computed in float32
+  Tensor large = grid > 50;                              // bool, true at 60 and 100
+
+  const std::vector<std::int64_t> predicted = argmax(logits, 1).to_vector<std::int64_t>();
+  std::int64_t expected = 0;
+  for (std::size_t i = 0; i < predicted.size(); ++i) expected += predicted[i] == target.to_vector<std::int64_t>()[i];
+  EXPECT_EQ(correct, expected);
+  EXPECT_EQ(column.stride(0), 4);
+  EXPECT_EQ(grid.to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 1, 20, 3, 4, 5, 60, 7, 8, 9, 100, 11}));
+  EXPECT_EQ(rows.to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 4, 8, 20, 60, 100}));
+  EXPECT_FALSE(rows.is_contiguous());
+  EXPECT_EQ(quarter.dtype(), kHalf);
+  EXPECT_EQ(quarter.to(kFloat64).to_vector<double>()[2], 5.0);
+  EXPECT_EQ(large.dtype(), kBool);
+  EXPECT_EQ(large.sum().item<std::int64_t>(), 2);
+}
+
 TEST(ApiExamples, Errors) {
   std::string message;
   try {

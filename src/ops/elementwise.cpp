@@ -325,6 +325,8 @@ Tensor leaky_relu(const Tensor& a_in, double slope) {
 
 Tensor gelu(const Tensor& a_in) {
   Tensor a = a_in;
+  ops::check_defined(a, "gelu", "self");
+  ops::check_floating(a, "gelu");  // PyTorch has no integral gelu
   Tensor out = unary_forward(UnaryOp::Gelu, 0.0, a, "gelu", true);
   SavedTensor sa(a, "gelu");
   return autograd::record(out, "GeluBackward", {a}, [sa](const Tensor& g) {

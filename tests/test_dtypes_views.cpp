@@ -327,3 +327,17 @@ TEST(Views, InPlaceThroughOneOfTwoViewsWhileRecordingIsRefused) {
   Tensor a2 = a;
   EXPECT_THROW(a2.mul_(3.0), AutogradError);  // b's history would not see the write
 }
+
+TEST(DTypes, RandomFactoriesInTheSixteenBitTypesStayInRange) {
+  for (DType dt : {kBFloat16, kHalf}) {
+    const Tensor u = rand({20000}, dt);
+    EXPECT_EQ(u.dtype(), dt);
+    const auto v = u.to(kFloat64).to_vector<double>();
+    for (double x : v) ASSERT_TRUE(x >= 0.0 && x < 1.0) << dt << " " << x;
+    const Tensor n = randn({20000}, dt);
+    const double mean = n.to(kFloat64).mean().item<double>();
+    EXPECT_NEAR(mean, 0.0, 0.05) << dt;
+    EXPECT_TRUE(randn({3}, TensorOptions(dt).requires_grad()).requires_grad());
+  }
+  EXPECT_THROW(randn({3}, kInt64), TypeError);
+}

@@ -58,22 +58,46 @@ Tensor arange(double start, double end, double step, TensorOptions o) {
   return finish(t, o.requires_grad(rg));
 }
 
+namespace {
+/// A random tensor drawn by `draw` (the backend's uniform or normal kernel, in float32 or float64); bfloat16 and
+/// float16 ones are drawn in float32 and rounded, as PyTorch computes them in float.
+template <class Draw>
+Tensor random_tensor(const Shape& shape, TensorOptions o, Draw draw) {
+  const bool rg = o.requires_grad_;
+  const DType dtype = o.dtype_;
+  Tensor t = empty(shape, o.requires_grad(false).dtype(is_reduced_floating_point(dtype) ? kFloat32 : dtype));
+  draw(t);
+  if (t.dtype() != dtype) t = t.to(dtype);
+  return finish(t, o.requires_grad(rg));
+}
+}  // namespace
+
+/// The largest value of the 16-bit floating type D below x (a draw that rounds up to x is capped there).
+template <class D> double largest_below(double x) {
+  D d(static_cast<float>(x));
+  if (static_cast<double>(static_cast<float>(d)) < x) return static_cast<float>(d);
+  // One step towards -infinity in the bit pattern (sign-magnitude).
+  const std::uint16_t mag = d.bits & 0x7FFF;
+  d = D::from_bits(static_cast<std::uint16_t>(mag == 0 ? 0x8001 : (d.bits & 0x8000 ? d.bits + 1 : d.bits - 1)));
+  return static_cast<float>(d);
+}
+
 Tensor uniform(const Shape& shape, double low, double high, TensorOptions o) {
   MINIDL_CHECK(std::isfinite(low) && std::isfinite(high) && low <= high, ValueError,
                "uniform: expected finite low <= high, found low=", low, " high=", high);
-  const bool rg = o.requires_grad_;
-  Tensor t = empty(shape, o.requires_grad(false));
-  MINIDL_ON_BACKEND(t.device(), uniform(t, low, high));
-  return finish(t, o.requires_grad(rg));
+  Tensor t = random_tensor(shape, o, [&](Tensor& u) { MINIDL_ON_BACKEND(u.device(), uniform(u, low, high)); });
+  if (!is_reduced_floating_point(t.dtype()) || low == high) return t;
+  // Rounding to 16 bits can carry a draw just below high up to high: [low, high) stays half-open.
+  const double top = t.dtype() == kBFloat16 ? largest_below<BFloat16>(high) : largest_below<Half>(high);
+  const Tensor cap = full({}, top, TensorOptions(t.dtype()).device(t.device()));
+  MINIDL_ON_BACKEND(t.device(), binary(kernels::BinaryOp::Minimum, 0.0, t, cap, t));
+  return t;
 }
 
 Tensor rand(const Shape& shape, TensorOptions o) { return uniform(shape, 0.0, 1.0, o); }
 
 Tensor randn(const Shape& shape, TensorOptions o) {
-  const bool rg = o.requires_grad_;
-  Tensor t = empty(shape, o.requires_grad(false));
-  MINIDL_ON_BACKEND(t.device(), normal(t, 0.0, 1.0));
-  return finish(t, o.requires_grad(rg));
+  return random_tensor(shape, o, [&](Tensor& t) { MINIDL_ON_BACKEND(t.device(), normal(t, 0.0, 1.0)); });
 }
 
 template <class T>

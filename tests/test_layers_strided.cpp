@@ -33,15 +33,13 @@ std::vector<StridedCase> cases() {
       {"max_dim", {5, 4}, t2, [](const Tensor& v, const Device&) { return max(v, 1); }},
       {"linear", {6, 4}, t2,
        [](const Tensor& v, const Device& d) {
-         manual_seed(3);
-         return F::linear(v, randn({3, 6}, TensorOptions(kFloat64).device(d)),
-                          randn({3}, TensorOptions(kFloat64).device(d)));
+         manual_seed(3);  // the same weights on every device: drawn on the CPU
+         return F::linear(v, randn({3, 6}, kFloat64).to(d), randn({3}, kFloat64).to(d));
        }},
       {"conv2d", {2, 3, 6, 5}, swap_hw,
        [](const Tensor& v, const Device& d) {
          manual_seed(4);
-         return F::conv2d(v, randn({4, 3, 3, 3}, TensorOptions(kFloat64).device(d)),
-                          randn({4}, TensorOptions(kFloat64).device(d)), 1, 1);
+         return F::conv2d(v, randn({4, 3, 3, 3}, kFloat64).to(d), randn({4}, kFloat64).to(d), 1, 1);
        }},
       {"max_pool2d", {2, 3, 6, 4}, swap_hw, [](const Tensor& v, const Device&) { return F::max_pool2d(v, 2); }},
       {"avg_pool2d", {2, 3, 6, 4}, swap_hw, [](const Tensor& v, const Device&) { return F::avg_pool2d(v, 2); }},
@@ -52,7 +50,9 @@ std::vector<StridedCase> cases() {
          return F::cross_entropy(v, from_vector<std::int64_t>({1, 0, 3, 3, 2, 1}, {6}).to(d));
        }},
       {"index_select", {5, 4}, t2,
-       [](const Tensor& v, const Device& d) { return index_select(v, 1, from_vector<std::int64_t>({4, 0, 4}, {3}).to(d)); }},
+       [](const Tensor& v, const Device& d) {
+         return index_select(v, 1, from_vector<std::int64_t>({4, 0, 4}, {3}).to(d));
+       }},
   };
 }
 
@@ -63,7 +63,8 @@ std::pair<Tensor, Tensor> run(const StridedCase& c, const Tensor& values, const 
   Tensor view = c.strided(leaf);
   if (dense) view = view.contiguous();
   Tensor out = c.op(view, device);
-  Tensor weights = arange(static_cast<double>(out.numel()), TensorOptions(kFloat64).device(device)).reshape(out.sizes());
+  Tensor weights =
+      arange(static_cast<double>(out.numel()), TensorOptions(kFloat64).device(device)).reshape(out.sizes());
   Tensor shaped = out.dim() >= 2 ? out.transpose(0, 1) : out;
   Tensor wshaped = out.dim() >= 2 ? weights.transpose(0, 1) : weights;
   (shaped * wshaped).sum().backward();

@@ -1,7 +1,8 @@
 // Every elementwise op in every dtype it takes, against the same op computed in float64 and converted to the
-// result dtype, with PyTorch's per-dtype tolerances (OpInfo: float32 rtol 1.3e-6 atol 1e-5, bfloat16 rtol 1.6e-2,
-// float16 rtol 1e-3; integers exact). Each case also runs on a transposed view and a broadcast operand (which must
-// give the contiguous result bitwise) and on empty inputs, and on the GPU against the CPU when one is present.
+// result dtype, with PyTorch's per-dtype tolerances (OpInfo: float32 rtol 1.3e-6 atol 1e-5, bfloat16 rtol
+// 1.6e-2, float16 rtol 1e-3, float64 1e-7; integers exact). Each case also runs on a transposed view and a
+// broadcast operand (which must give the contiguous result bitwise) and on empty inputs, and on the GPU against
+// the CPU when one is present.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -73,6 +74,7 @@ void expect_close_to(const Tensor& got, const Tensor& want64, DType dt, const st
   const std::vector<double> g = got.cpu().to(kFloat64).to_vector<double>();
   const std::vector<double> w = want64.to(got.dtype()).to(kFloat64).to_vector<double>();
   double rtol = 0, atol = 0;
+  if (dt == kFloat64) rtol = 1e-7, atol = 1e-7;  // PyTorch's float64 tolerance: devices' libm differ in ulps
   if (dt == kFloat32) rtol = 1.3e-6, atol = 1e-5;
   if (dt == kBFloat16) rtol = 1.6e-2, atol = 1e-5;
   if (dt == kHalf) rtol = 1e-3, atol = 1e-5;

@@ -10,19 +10,21 @@
 
 namespace minidl {
 
-// _(C++ type, enum name, printed name (PyTorch's), category)
-#define MINIDL_FORALL_DTYPES(_)                   \
-  _(float, Float32, "float32", Floating)          \
-  _(double, Float64, "float64", Floating)         \
-  _(::minidl::BFloat16, BFloat16, "bfloat16", Floating) \
-  _(::minidl::Half, Float16, "float16", Floating) \
-  _(std::int64_t, Int64, "int64", Integral)       \
-  _(std::int32_t, Int32, "int32", Integral)       \
-  _(std::uint8_t, UInt8, "uint8", Integral)       \
-  _(bool, Bool, "bool", Boolean)
+// _(C++ type, enum name, printed name (PyTorch's), category, promotion rank, safetensors name). The rank orders
+// dtypes for promote_types: across categories bool < integral < floating, and within one the wider type ranks
+// higher (bfloat16 and float16 share a rank: together they promote to float32).
+#define MINIDL_FORALL_DTYPES(_)                                  \
+  _(float, Float32, "float32", Floating, 5, "F32")               \
+  _(double, Float64, "float64", Floating, 6, "F64")              \
+  _(::minidl::BFloat16, BFloat16, "bfloat16", Floating, 4, "BF16") \
+  _(::minidl::Half, Float16, "float16", Floating, 4, "F16")      \
+  _(std::int64_t, Int64, "int64", Integral, 3, "I64")            \
+  _(std::int32_t, Int32, "int32", Integral, 2, "I32")            \
+  _(std::uint8_t, UInt8, "uint8", Integral, 1, "U8")             \
+  _(bool, Bool, "bool", Boolean, 0, "BOOL")
 
 enum class DType : std::uint8_t {
-#define MINIDL_DTYPE_ENUM(T, name, str, cat) name,
+#define MINIDL_DTYPE_ENUM(T, name, str, cat, rank, file) name,
   MINIDL_FORALL_DTYPES(MINIDL_DTYPE_ENUM)
 #undef MINIDL_DTYPE_ENUM
 };
@@ -44,7 +46,7 @@ enum class DTypeCategory : std::uint8_t { Boolean, Integral, Floating };
 
 constexpr std::size_t element_size(DType t) {
   switch (t) {
-#define MINIDL_DTYPE_SIZE(T, name, str, cat) \
+#define MINIDL_DTYPE_SIZE(T, name, str, cat, rank, file) \
   case DType::name: return sizeof(T);
     MINIDL_FORALL_DTYPES(MINIDL_DTYPE_SIZE)
 #undef MINIDL_DTYPE_SIZE
@@ -54,7 +56,7 @@ constexpr std::size_t element_size(DType t) {
 
 constexpr DTypeCategory category(DType t) {
   switch (t) {
-#define MINIDL_DTYPE_CATEGORY(T, name, str, cat) \
+#define MINIDL_DTYPE_CATEGORY(T, name, str, cat, rank, file) \
   case DType::name: return DTypeCategory::cat;
     MINIDL_FORALL_DTYPES(MINIDL_DTYPE_CATEGORY)
 #undef MINIDL_DTYPE_CATEGORY
@@ -71,6 +73,18 @@ constexpr bool is_integral(DType t, bool include_bool) {
 constexpr bool is_reduced_floating_point(DType t) { return t == DType::BFloat16 || t == DType::Float16; }
 
 const char* dtype_name(DType t);
+/// The dtype's name in safetensors files ("F32", "BF16", "BOOL", ...).
+const char* safetensors_name(DType t);
+/// The dtype's rank in type promotion (MINIDL_FORALL_DTYPES).
+constexpr int promotion_rank(DType t) {
+  switch (t) {
+#define MINIDL_DTYPE_RANK(T, name, str, cat, rank, file) \
+  case DType::name: return rank;
+    MINIDL_FORALL_DTYPES(MINIDL_DTYPE_RANK)
+#undef MINIDL_DTYPE_RANK
+  }
+  return 0;
+}
 /// The smallest dtype both a and b convert to without leaving their categories (PyTorch's promote_types):
 /// bool < uint8 < int32 < int64 < the floating types; bfloat16 with float16 gives float32.
 DType promote_types(DType a, DType b);
@@ -78,14 +92,14 @@ inline std::ostream& operator<<(std::ostream& os, DType t) { return os << dtype_
 
 /// The dtype of a C++ element type: dtype_of<float>::value == kFloat32.
 template <class T> struct dtype_of;
-#define MINIDL_DTYPE_OF(T, name, str, cat) \
+#define MINIDL_DTYPE_OF(T, name, str, cat, rank, file) \
   template <> struct dtype_of<T> { static constexpr DType value = DType::name; };
 MINIDL_FORALL_DTYPES(MINIDL_DTYPE_OF)
 #undef MINIDL_DTYPE_OF
 
 /// The C++ element type of a dtype: ctype_of<kFloat32>::type is float.
 template <DType D> struct ctype_of;
-#define MINIDL_CTYPE_OF(T, name, str, cat) \
+#define MINIDL_CTYPE_OF(T, name, str, cat, rank, file) \
   template <> struct ctype_of<DType::name> { using type = T; };
 MINIDL_FORALL_DTYPES(MINIDL_CTYPE_OF)
 #undef MINIDL_CTYPE_OF

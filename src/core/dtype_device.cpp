@@ -9,7 +9,7 @@ namespace minidl {
 
 const char* dtype_name(DType t) {
   switch (t) {
-#define MINIDL_DTYPE_NAME(T, name, str, cat) \
+#define MINIDL_DTYPE_NAME(T, name, str, cat, rank, file) \
   case DType::name: return str;
     MINIDL_FORALL_DTYPES(MINIDL_DTYPE_NAME)
 #undef MINIDL_DTYPE_NAME
@@ -17,27 +17,20 @@ const char* dtype_name(DType t) {
   return "unknown";
 }
 
-namespace {
-/// Order within a category: integral types by range, floating types by precision.
-int rank(DType t) {
+const char* safetensors_name(DType t) {
   switch (t) {
-    case DType::Bool: return 0;
-    case DType::UInt8: return 1;
-    case DType::Int32: return 2;
-    case DType::Int64: return 3;
-    case DType::BFloat16:
-    case DType::Float16: return 4;
-    case DType::Float32: return 5;
-    case DType::Float64: return 6;
+#define MINIDL_DTYPE_FILE_NAME(T, name, str, cat, rank, file) \
+  case DType::name: return file;
+    MINIDL_FORALL_DTYPES(MINIDL_DTYPE_FILE_NAME)
+#undef MINIDL_DTYPE_FILE_NAME
   }
-  return 0;
+  return "unknown";
 }
-}  // namespace
 
 DType promote_types(DType a, DType b) {
   if (a == b) return a;
   if (is_reduced_floating_point(a) && is_reduced_floating_point(b)) return kFloat32;
-  return rank(a) >= rank(b) ? a : b;
+  return promotion_rank(a) >= promotion_rank(b) ? a : b;
 }
 
 Device::Device(const std::string& spec) : type_(DeviceType::CPU), index_(0) {

@@ -115,7 +115,7 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptio
   Tensor t = host.to(o.device_).to(o.dtype_);
   return finish(t, o.requires_grad(rg));
 }
-#define MINIDL_INSTANTIATE_FROM_VECTOR(T, name, str, cat) \
+#define MINIDL_INSTANTIATE_FROM_VECTOR(T, name, str, cat, rank, file) \
   template Tensor from_vector<T>(const std::vector<T>&, const Shape&, TensorOptions);
 MINIDL_FORALL_DTYPES(MINIDL_INSTANTIATE_FROM_VECTOR)
 #undef MINIDL_INSTANTIATE_FROM_VECTOR

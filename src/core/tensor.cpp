@@ -76,7 +76,7 @@ T* Tensor::data_ptr() const {
                ">: tensor has dtype ", dtype_name(dtype()));
   return static_cast<T*>(data_ptr());
 }
-#define MINIDL_INSTANTIATE_DATA_PTR(T, name, str, cat) template T* Tensor::data_ptr<T>() const;
+#define MINIDL_INSTANTIATE_DATA_PTR(T, name, str, cat, rank, file) template T* Tensor::data_ptr<T>() const;
 MINIDL_FORALL_DTYPES(MINIDL_INSTANTIATE_DATA_PTR)
 #undef MINIDL_INSTANTIATE_DATA_PTR
 
@@ -102,7 +102,7 @@ std::vector<T> Tensor::to_vector() const {
     return raw;
   }
 }
-#define MINIDL_INSTANTIATE_TO_VECTOR(T, name, str, cat) template std::vector<T> Tensor::to_vector<T>() const;
+#define MINIDL_INSTANTIATE_TO_VECTOR(T, name, str, cat, rank, file) template std::vector<T> Tensor::to_vector<T>() const;
 MINIDL_FORALL_DTYPES(MINIDL_INSTANTIATE_TO_VECTOR)
 #undef MINIDL_INSTANTIATE_TO_VECTOR
 
@@ -112,7 +112,7 @@ T Tensor::item() const {
                ") cannot be converted to a scalar");
   return to(dtype_of<T>::value).template to_vector<T>()[0];
 }
-#define MINIDL_INSTANTIATE_ITEM(T, name, str, cat) template T Tensor::item<T>() const;
+#define MINIDL_INSTANTIATE_ITEM(T, name, str, cat, rank, file) template T Tensor::item<T>() const;
 MINIDL_FORALL_DTYPES(MINIDL_INSTANTIATE_ITEM)
 #undef MINIDL_INSTANTIATE_ITEM
 

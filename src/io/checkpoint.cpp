@@ -30,24 +30,11 @@ const std::string kRngCpuKey = "rng.cpu";
 const std::string kRngSeedKey = "rng.philox_seed";
 constexpr const char* kU64Text = "a decimal integer in [0, 2^64)";
 
-const char* file_dtype(DType dtype) {
-  switch (dtype) {
-    case DType::Float32: return "F32";
-    case DType::Float64: return "F64";
-    case DType::BFloat16: return "BF16";
-    case DType::Float16: return "F16";
-    case DType::Int64: return "I64";
-    case DType::Int32: return "I32";
-    case DType::UInt8: return "U8";
-    case DType::Bool: return "BOOL";
-  }
-  throw ValueError(detail::str("checkpoint: dtype code ", static_cast<int>(dtype), " has no safetensors name"));
-}
-
 std::optional<DType> dtype_of_file(const std::string& name) {
-  for (const DType d : {kFloat32, kFloat64, kBFloat16, kFloat16, kInt64, kInt32, kUInt8, kBool}) {
-    if (name == file_dtype(d)) return d;
-  }
+#define MINIDL_DTYPE_FROM_FILE(T, enum_name, str, cat, rank, file) \
+  if (name == file) return DType::enum_name;
+  MINIDL_FORALL_DTYPES(MINIDL_DTYPE_FROM_FILE)
+#undef MINIDL_DTYPE_FROM_FILE
   return std::nullopt;
 }
 
@@ -59,14 +46,14 @@ TensorRecord to_record(const std::string& name, const Tensor& t, const std::stri
   const Tensor host = t.detach().cpu().contiguous();  // bytes in row-major order, whatever the view
   TensorRecord r;
   r.name = name;
-  r.dtype = file_dtype(host.dtype());
+  r.dtype = safetensors_name(host.dtype());
   r.shape = host.sizes();
   const auto* bytes = static_cast<const std::uint8_t*>(host.data_ptr());
   r.data.assign(bytes, bytes + host.nbytes());
   return r;
 }
 
-// The caller has checked that r.dtype is one of file_dtype's names.
+// The caller has checked that r.dtype names a minidl dtype (dtype_of_file).
 Tensor from_record(const TensorRecord& r) {
   Tensor t = empty(r.shape, TensorOptions(*dtype_of_file(r.dtype)));
   if (!r.data.empty()) std::memcpy(t.data_ptr(), r.data.data(), r.data.size());
@@ -160,7 +147,7 @@ void load(nn::Module& module, const std::string& path) {
   std::set<std::string> expected;
   for (const auto& [name, t] : named_tensors(module)) {
     expected.insert(name);
-    const std::string want_dtype = file_dtype(t.dtype());
+    const std::string want_dtype = safetensors_name(t.dtype());
     const auto it = in_file.find(name);
     if (it == in_file.end()) {
       problems.push_back(

@@ -17,7 +17,7 @@ template <DType... Ds> struct DTypeSet {};
 
 /// Drops the leading 0 that lets a macro list each entry with a comma before it.
 template <int, DType... Ds> struct CommaList { using type = DTypeSet<Ds...>; };
-#define MINIDL_DTYPE_LIST_ENTRY(T, name, str, cat) , DType::name
+#define MINIDL_DTYPE_LIST_ENTRY(T, name, str, cat, rank, file) , DType::name
 /// Every dtype of MINIDL_FORALL_DTYPES.
 using AllTypes = CommaList<0 MINIDL_FORALL_DTYPES(MINIDL_DTYPE_LIST_ENTRY)>::type;
 #undef MINIDL_DTYPE_LIST_ENTRY

@@ -51,7 +51,7 @@ InplaceRecord::InplaceRecord(const Tensor& self, const char* op, const char* nod
     view_offset_ = static_cast<std::int64_t>((impl.byte_offset - base.byte_offset) / element_size(impl.dtype));
     inputs_.push_back(history_of(base));
   } else {
-    MINIDL_CHECK(impl.storage.use_count() == 1, AutogradError, op, ": in-place operation on a tensor whose storage "
+    MINIDL_CHECK(impl.storage_exclusive(), AutogradError, op, ": in-place operation on a tensor whose storage "
                  "is shared with other tensors (a view of it, or a copy an earlier operation saved for its backward "
                  "pass) while autograd records; the other tensors' gradients would not see the change. Use the "
                  "out-of-place operation, or NoGradGuard if no gradient is wanted");

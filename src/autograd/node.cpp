@@ -36,7 +36,7 @@ std::vector<Tensor> AccumulateGrad::apply(const Tensor& grad) {
   if (!slot.defined()) {
     // Keep the incoming buffer unless someone else still holds it (then in-place accumulation later would
     // change their tensor too).
-    slot = grad.unsafe_impl()->storage.use_count() > 1 || !grad.is_contiguous() ? grad.clone() : grad;
+    slot = !grad.unsafe_impl()->storage_exclusive() || !grad.is_contiguous() ? grad.clone() : grad;
   } else {
     slot.add_(grad);  // in place: a persistent grad buffer stays at one address (CUDA graphs rely on it)
   }

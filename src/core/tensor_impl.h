@@ -66,6 +66,12 @@ class TensorImpl {
   std::vector<std::pair<std::uint64_t, std::function<void(const Tensor&)>>> post_accumulate_grad_hooks;
 
   void* data() const { return static_cast<char*>(storage->data()) + byte_offset; }
+  /// Whether no other tensor reaches this one's storage: it is the storage's only tensor, or a view whose base
+  /// nothing but this view still holds (a reshape of a temporary, as a gradient often is).
+  bool storage_exclusive() const {
+    if (!view_base) return storage.use_count() == 1;
+    return view_base.use_count() == 1 && storage.use_count() == 2;
+  }
 };
 
 }  // namespace minidl

@@ -79,7 +79,7 @@ Tensor binary_grad(kernels::BinaryOp op, double alpha, const Tensor& g, const Te
 }
 
 Tensor binary_grad_reusing(kernels::BinaryOp op, double alpha, const Tensor& g, const Tensor& saved) {
-  const bool exclusive = g.impl_ptr().use_count() == 1 && g.unsafe_impl()->storage.use_count() == 1 &&
+  const bool exclusive = g.impl_ptr().use_count() == 1 && g.unsafe_impl()->storage_exclusive() &&
                          !autograd::detect_anomaly();
   if (!exclusive) return binary_grad(op, alpha, g, saved);
   Tensor out = g;  // the same buffer; `g` is the caller's last use of it

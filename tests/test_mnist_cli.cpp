@@ -238,7 +238,7 @@ TEST_F(MnistCli, CompareReportsTheSteadyEpochTimeAndTheOneTimeCostApart) {
   const double one_time = parse_number(split(r.out.substr(line + 19), ' ')[0]);
   EXPECT_GT(steady, 0) << r.out;
   EXPECT_GE(one_time, 0) << r.out;
-  EXPECT_LT(steady, total) << r.out;
+  EXPECT_LE(steady, total) << r.out;  // equal when the first steps were no slower (a CPU run on a noisy host)
   EXPECT_NEAR(steady + one_time, total, 2e-3) << "the table's parts do not add up to the CSV's " << total << "\n"
                                               << r.out;
   EXPECT_NE(r.out.find("not in the epoch time above"), std::string::npos) << r.out;

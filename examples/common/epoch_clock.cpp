@@ -22,7 +22,9 @@ EpochTiming EpochClock::finish(double seconds) const {
   // last batch then counts for its share of the images).
   const double steady_part = std::max(0.0, seconds - std::chrono::duration<double>(one_time_).count());
   const double images = static_cast<double>(steady_images_ + one_time_images_);
-  t.steady_seconds = steady_part * images / static_cast<double>(steady_images_);
+  // Bracketed steps that ran no slower per image than the others (no real one-time work, or a noisy host) hold
+  // no one-time cost: the estimate never exceeds the measured epoch, so the cost is never negative.
+  t.steady_seconds = std::min(seconds, steady_part * images / static_cast<double>(steady_images_));
   t.one_time_seconds = seconds - t.steady_seconds;
   return t;
 }

@@ -4,6 +4,8 @@
 // strided inputs, the typed errors, and the GPU against the CPU.
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <functional>
@@ -633,4 +635,38 @@ TEST(IndexingGpu, EmptyZeroDimAndCpuIndices) {
   const Tensor idx = from_vector(std::vector<std::int64_t>{3, 1}, {2});
   expect_equal(y.cuda().index({idx}).cpu(), y.index({idx}), "cpu index");
   expect_equal(y.cuda().index({gt(y, 0.0)}).cpu(), y.index({gt(y, 0.0)}), "cpu mask");
+}
+
+// Effective bandwidth of the memory-bound accesses on large tensors (bytes read and written once / time), for
+// the lead's benchmark table: run with --gtest_also_run_disabled_tests --gtest_filter='*Bandwidth*'.
+TEST(IndexingGpu, DISABLED_BandwidthOfLargeAccesses) {
+  MINIDL_REQUIRE_GPU();
+  const auto time = [](const std::function<void()>& f) {
+    f();
+    cuda::synchronize();
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int r = 0; r < 10; ++r) f();
+    cuda::synchronize();
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count() / 10;
+  };
+  const std::int64_t rows = 1 << 20, width = 256;  // 1 GiB of float32
+  const Tensor x = rand({rows, width}, TensorOptions(kFloat32).device(Device(kCUDA)));
+  const Tensor idx = random_index({rows}, rows, 61).cuda();
+  const Tensor idx2d = random_index({rows, width}, rows, 62).cuda();
+  const double bytes = static_cast<double>(rows * width * 4);
+  const auto report = [&](const char* name, double moved, double s) {
+    std::printf("BANDWIDTH %-28s %8.1f GB/s (%.3f ms)\n", name, moved / s / 1e9, s * 1e3);
+  };
+  Tensor copy = empty({rows, width}, TensorOptions(kFloat32).device(Device(kCUDA)));
+  report("copy_", 2 * bytes, time([&] { copy.copy_(x); }));
+  report("index rows", 2 * bytes + rows * 8, time([&] { (void)x.index({idx}); }));
+  report("index_select rows", 2 * bytes + rows * 8, time([&] { (void)index_select(x, 0, idx); }));
+  report("gather dim 0 (random)", 2 * bytes + 2 * bytes, time([&] { (void)gather(x, 0, idx2d); }));
+  report("gather dim 1 (random)", 2 * bytes + 2 * bytes, time([&] { (void)gather(x, 1, remainder(idx2d, width)); }));
+  Tensor acc = zeros({rows, width}, TensorOptions(kFloat32).device(Device(kCUDA)));
+  report("scatter_add_ dim 0", 3 * bytes + 2 * bytes, time([&] { acc.scatter_add_(0, idx2d, x); }));
+  report("index_add_ rows", 3 * bytes + rows * 8, time([&] { acc.index_add_(0, idx, x); }));
+  report("index_put_ accumulate rows", 3 * bytes + rows * 8,
+         time([&] { acc.index_put_(std::vector<Tensor>{idx}, x, true); }));
+  report("masked_select", 2 * bytes, time([&] { (void)masked_select(x, gt(x, 0.5)); }));
 }

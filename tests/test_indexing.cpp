@@ -662,11 +662,13 @@ TEST(IndexingGpu, DISABLED_BandwidthOfLargeAccesses) {
   report("index rows", 2 * bytes + rows * 8, time([&] { (void)x.index({idx}); }));
   report("index_select rows", 2 * bytes + rows * 8, time([&] { (void)index_select(x, 0, idx); }));
   report("gather dim 0 (random)", 2 * bytes + 2 * bytes, time([&] { (void)gather(x, 0, idx2d); }));
-  report("gather dim 1 (random)", 2 * bytes + 2 * bytes, time([&] { (void)gather(x, 1, remainder(idx2d, width)); }));
+  const Tensor cols = remainder(idx2d, width);
+  report("gather dim 1 (random)", 2 * bytes + 2 * bytes, time([&] { (void)gather(x, 1, cols); }));
   Tensor acc = zeros({rows, width}, TensorOptions(kFloat32).device(Device(kCUDA)));
   report("scatter_add_ dim 0", 3 * bytes + 2 * bytes, time([&] { acc.scatter_add_(0, idx2d, x); }));
   report("index_add_ rows", 3 * bytes + rows * 8, time([&] { acc.index_add_(0, idx, x); }));
   report("index_put_ accumulate rows", 3 * bytes + rows * 8,
          time([&] { acc.index_put_(std::vector<Tensor>{idx}, x, true); }));
-  report("masked_select", 2 * bytes, time([&] { (void)masked_select(x, gt(x, 0.5)); }));
+  const Tensor mask = gt(x, 0.5);
+  report("masked_select (half true)", bytes * 1.25 + bytes / 4 * 2 + bytes, time([&] { (void)masked_select(x, mask); }));
 }

@@ -164,7 +164,9 @@ void run_case(const json& c, Device device, int number) {
   }
   const Tensor want = decode(c["out"], Device(kCPU));
   ASSERT_EQ(out.dtype(), want.dtype()) << what;
-  expect_close(out, want, rtol_of(want.dtype()), 0, what);
+  // 16-bit sums of values in [-1, 1) may cancel: their rounding is absolute, not relative to the result.
+  const bool half = want.dtype() == kBFloat16 || want.dtype() == kHalf;
+  expect_close(out, want, rtol_of(want.dtype()), half ? 2 * rtol_of(want.dtype()) : 0, what);
   if (!grad) return;
   (out * decode(c["gout"], device)).sum().backward();
   for (const auto& [name, g] : c["grads"].items()) {

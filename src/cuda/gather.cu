@@ -2,8 +2,9 @@
 // (a grid-stride loop): its offsets from the geometry (32-bit multiply-shift division while the element count
 // allows), its indices read and checked, one load and one store. Gathers and plain scatters whose innermost dim is
 // contiguous on both sides and not indexed move 16-byte packs instead of elements (bytes are bytes: they dispatch
-// on the element size, not the dtype). Accumulating scatters add with atomics (native for 4- and 8-byte types, a
-// compare-and-swap on the enclosing 32-bit word for 1- and 2-byte ones), except floating ones under
+// on the element size, not the dtype); each thread handles kUnroll elements per trip. Accumulating scatters add with
+// atomics (native for 4- and 8-byte types and, on Hopper, for float packs of four; a compare-and-swap on the
+// enclosing 32-bit word for 1- and 2-byte ones), except floating ones under
 // minidl::deterministic(), which sort the destinations stably first (cub::DeviceRadixSort) and sum each run in
 // order. An out-of-range index sets a device-side flag (which index, its value) that the host reads back after the
 // kernel.
@@ -55,39 +56,82 @@ __device__ void report(ull* fault, int k, i64 value) {
   if (fault != nullptr && atomicCAS(fault, kNoFault, static_cast<ull>(k)) == kNoFault) fault[1] = static_cast<ull>(value);
 }
 
-template <class E, bool Small>
-__global__ void gather_kernel(IndexGeometry g, const E* __restrict__ data, E* __restrict__ out, ull* fault) {
-  GRID_STRIDE(i, g.numel) {
-    i64 d, o, at[kMaxIndices];
-    g.locate<Small>(i, d, o, at);
+/// Elements per thread and loop trip: their index and data loads are all issued before the first store, so that
+/// each thread keeps several dependent load chains (index, then data) in flight.
+constexpr int kUnroll = 4;
+
+/// The data offsets of the kUnroll elements base, base + stride, ... (ok false for those past the end or out of
+/// range, which are reported), and their other offsets.
+template <bool Small>
+__device__ __forceinline__ void locate_group(const IndexGeometry& g, i64 base, i64 stride, i64 (&d)[kUnroll], i64 (&o)[kUnroll],
+                             bool (&ok)[kUnroll], ull* fault) {
+#pragma unroll
+  for (int u = 0; u < kUnroll; ++u) {
+    const i64 i = base + u * stride;
+    ok[u] = i < g.numel;
+    if (!ok[u]) continue;
+    i64 at[kMaxIndices];
+    g.locate<Small>(i, d[u], o[u], at);
     int bad_k;
     i64 bad_value;
-    if (!g.resolve(d, at, bad_k, bad_value)) {
-      report(fault, bad_k, bad_value);
-      continue;
-    }
-    out[o] = data[d];
+    ok[u] = g.resolve(d[u], at, bad_k, bad_value);
+    if (!ok[u]) report(fault, bad_k, bad_value);
+  }
+}
+
+/// Calls body(d, o, ok) for each group of kUnroll elements of a grid-stride loop over g.
+template <bool Small, class Body> __device__ __forceinline__ void for_each_group(const IndexGeometry& g, ull* fault, Body&& body) {
+  const i64 stride = static_cast<i64>(blockDim.x) * gridDim.x;
+  for (i64 base = blockIdx.x * static_cast<i64>(blockDim.x) + threadIdx.x; base < g.numel; base += stride * kUnroll) {
+    i64 d[kUnroll], o[kUnroll];
+    bool ok[kUnroll];
+    locate_group<Small>(g, base, stride, d, o, ok, fault);
+    body(d, o, ok);
   }
 }
 
 template <class E, bool Small>
-__global__ void scatter_kernel(IndexGeometry g, const E* __restrict__ values, E* __restrict__ data, ull* fault) {
-  GRID_STRIDE(i, g.numel) {
-    i64 d, o, at[kMaxIndices];
-    g.locate<Small>(i, d, o, at);
-    int bad_k;
-    i64 bad_value;
-    if (!g.resolve(d, at, bad_k, bad_value)) {
-      report(fault, bad_k, bad_value);
-      continue;
+__global__ void gather_kernel(const __grid_constant__ IndexGeometry g, const E* __restrict__ data, E* __restrict__ out, ull* fault) {
+  for_each_group<Small>(g, fault, [&](const i64(&d)[kUnroll], const i64(&o)[kUnroll], const bool(&ok)[kUnroll]) {
+    E v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (ok[u]) v[u] = data[d[u]];
     }
-    data[d] = values[o];
-  }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (ok[u]) out[o[u]] = v[u];
+    }
+  });
+}
+
+template <class E, bool Small>
+__global__ void scatter_kernel(const __grid_constant__ IndexGeometry g, const E* __restrict__ values, E* __restrict__ data, ull* fault) {
+  for_each_group<Small>(g, fault, [&](const i64(&d)[kUnroll], const i64(&o)[kUnroll], const bool(&ok)[kUnroll]) {
+    E v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (ok[u]) v[u] = values[o[u]];
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (ok[u]) data[d[u]] = v[u];
+    }
+  });
 }
 
 /// *p = accumulate_add(*p, v), atomically.
 template <class T> __device__ void atomic_accumulate(T* p, T v) {
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t>) {
+  if constexpr (std::is_same_v<T, float4>) {
+#if __CUDA_ARCH__ >= 900
+    atomicAdd(p, v);  // Hopper's vector atomics: one operation per 16 bytes
+#else
+    atomicAdd(&p->x, v.x);
+    atomicAdd(&p->y, v.y);
+    atomicAdd(&p->z, v.z);
+    atomicAdd(&p->w, v.w);
+#endif
+  } else if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double> || std::is_same_v<T, std::int32_t>) {
     atomicAdd(p, v);
   } else if constexpr (std::is_same_v<T, std::int64_t>) {
     atomicAdd(reinterpret_cast<ull*>(p), static_cast<ull>(v));  // two's complement: the same bits
@@ -112,23 +156,23 @@ template <class T> __device__ void atomic_accumulate(T* p, T v) {
 }
 
 template <class T, bool Small>
-__global__ void scatter_add_kernel(IndexGeometry g, const T* __restrict__ values, T* data, ull* fault) {
-  GRID_STRIDE(i, g.numel) {
-    i64 d, o, at[kMaxIndices];
-    g.locate<Small>(i, d, o, at);
-    int bad_k;
-    i64 bad_value;
-    if (!g.resolve(d, at, bad_k, bad_value)) {
-      report(fault, bad_k, bad_value);
-      continue;
+__global__ void scatter_add_kernel(const __grid_constant__ IndexGeometry g, const T* __restrict__ values, T* data, ull* fault) {
+  for_each_group<Small>(g, fault, [&](const i64(&d)[kUnroll], const i64(&o)[kUnroll], const bool(&ok)[kUnroll]) {
+    T v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (ok[u]) v[u] = values[o[u]];
     }
-    atomic_accumulate(data + d, values[o]);
-  }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (ok[u]) atomic_accumulate(data + d[u], v[u]);
+    }
+  });
 }
 
 // The deterministic accumulation: each element's destination as a sort key (`sentinel`, above every destination,
 // for an out-of-range one) with its flat position as the value.
-__global__ void destination_kernel(IndexGeometry g, ull* __restrict__ keys, i64* __restrict__ order, ull sentinel,
+__global__ void destination_kernel(const __grid_constant__ IndexGeometry g, ull* __restrict__ keys, i64* __restrict__ order, ull sentinel,
                                    ull* fault) {
   GRID_STRIDE(i, g.numel) {
     i64 d, o, at[kMaxIndices];
@@ -145,7 +189,7 @@ __global__ void destination_kernel(IndexGeometry g, ull* __restrict__ keys, i64*
 // The thread at the start of each run of equal keys sums the run in order (the sort is stable: row-major order of
 // the elements, as on the CPU).
 template <class T>
-__global__ void run_sum_kernel(IndexGeometry g, const ull* __restrict__ keys, const i64* __restrict__ order,
+__global__ void run_sum_kernel(const __grid_constant__ IndexGeometry g, const ull* __restrict__ keys, const i64* __restrict__ order,
                                ull sentinel, const T* __restrict__ values, T* __restrict__ data) {
   GRID_STRIDE(p, g.numel) {
     const ull key = keys[p];
@@ -227,7 +271,7 @@ template <class F> void dispatch_bytes(std::size_t bytes, F&& f) {
 
 /// Launches kernel<Small> (Small: 32-bit division) over g's elements.
 template <class Launch> void launch_over(const IndexGeometry& g, Launch&& launch) {
-  const unsigned int blocks = blocks_for(g.numel, kThreads);
+  const unsigned int blocks = blocks_for((g.numel + kUnroll - 1) / kUnroll, kThreads);
   if (kernels::small_geometry(g)) {
     launch(std::true_type{}, blocks);
   } else {
@@ -274,10 +318,18 @@ IndexFault index_scatter(const IndexGeometry& geometry, const Tensor& values, Te
     });
     return fault.read(data.device());
   }
+  const bool deterministic_sum = is_floating_point(data.dtype()) && minidl::deterministic();
+  if (data.dtype() == kFloat32 && !deterministic_sum && to_packs(g, sizeof(float), data.data_ptr(), values.data_ptr())) {
+    launch_over(g, [&](auto small, unsigned int blocks) {
+      scatter_add_kernel<float4, decltype(small)::value><<<blocks, kThreads, 0, stream()>>>(
+          g, static_cast<const float4*>(values.data_ptr()), static_cast<float4*>(data.data_ptr()), fault.get());
+    });
+    return fault.read(data.device());
+  }
   kernels::dispatch_all(data.dtype(), "index_scatter", [&](auto tag) {
     using T = typename decltype(tag)::type;
     // The sort takes an int count: larger scatters accumulate with atomics even in deterministic mode.
-    if (is_floating_point(data.dtype()) && minidl::deterministic() && kernels::small_geometry(g)) {
+    if (deterministic_sum && kernels::small_geometry(g)) {
       deterministic_accumulate(g, values.data_ptr<T>(), data.data_ptr<T>(), fault.get());
       return;
     }

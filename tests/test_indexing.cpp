@@ -34,7 +34,8 @@ void expect_error(F&& f, const std::vector<std::string>& needles, const std::str
   } catch (const Ex& e) {
     const std::string msg = e.what();
     for (const auto& needle : needles)
-      EXPECT_NE(msg.find(needle), std::string::npos) << context << ": message \"" << msg << "\" lacks \"" << needle << "\"";
+      EXPECT_NE(msg.find(needle), std::string::npos)
+          << context << ": message \"" << msg << "\" lacks \"" << needle << "\"";
   } catch (const std::exception& e) {
     ADD_FAILURE() << context << ": wrong exception type: " << e.what();
   }
@@ -111,18 +112,23 @@ std::vector<TensorIndex> decode_spec(const json& spec, Device device) {
 /// The tolerance of a dtype's sums against PyTorch's (which may add in another order or precision).
 double rtol_of(DType t) {
   switch (t) {
-    case kFloat64: return 1e-12;
-    case kFloat32: return 1.3e-6;
-    case kBFloat16: return 1.6e-2;
-    case kHalf: return 1e-3;
-    default: return 0;
+    case kFloat64:
+      return 1e-12;
+    case kFloat32:
+      return 1.3e-6;
+    case kBFloat16:
+      return 1.6e-2;
+    case kHalf:
+      return 1e-3;
+    default:
+      return 0;
   }
 }
 
 /// Runs one golden case on `device`: the output, and the gradients where the case has them.
 void run_case(const json& c, Device device, int number) {
-  const std::string op = c["op"], what = "case " + std::to_string(number) + " (" + op + ") on " +
-                                          (device.is_cuda() ? "cuda" : "cpu");
+  const std::string op = c["op"],
+                    what = "case " + std::to_string(number) + " (" + op + ") on " + (device.is_cuda() ? "cuda" : "cpu");
   Tensor x = decode(c["x"], device);
   const bool grad = c.contains("grads");
   if (grad) x.requires_grad_(true);
@@ -146,7 +152,7 @@ void run_case(const json& c, Device device, int number) {
   } else if (op == "scatter_value") {
     const double v = c["value"];
     out = is_floating_point(x.dtype()) ? scatter(x, dim(), index(), v)
-                                        : scatter(x, dim(), index(), static_cast<std::int64_t>(v));
+                                       : scatter(x, dim(), index(), static_cast<std::int64_t>(v));
   } else if (op == "scatter_add") {
     out = scatter_add(x, dim(), index(), src);
   } else if (op == "index_select") {
@@ -176,10 +182,10 @@ void run_case(const json& c, Device device, int number) {
   }
 }
 
-#define MINIDL_REQUIRE_GOLDEN()                                                                              \
-  if (golden().is_null()) {                                                                                  \
-    GTEST_SKIP() << golden_path() << " not found: run `python3 tests/golden/gen_indexing_golden.py` where "  \
-                 << "PyTorch is installed";                                                                  \
+#define MINIDL_REQUIRE_GOLDEN()                                                                             \
+  if (golden().is_null()) {                                                                                 \
+    GTEST_SKIP() << golden_path() << " not found: run `python3 tests/golden/gen_indexing_golden.py` where " \
+                 << "PyTorch is installed";                                                                 \
   }
 
 void run_golden(Device device) {
@@ -235,7 +241,9 @@ TEST(Index, TensorIndicesPlaceTheirDimsAsPyTorch) {
   for (std::int64_t a = 0; a < 4; ++a)
     for (std::int64_t p = 0; p < 2; ++p)
       for (std::int64_t q = 0; q < 3; ++q) {
-        const Tensor want = x.select(0, a).select(0, iv[static_cast<std::size_t>(p * 3 + q)]).select(0, jv[static_cast<std::size_t>(q)]);
+        const Tensor want = x.select(0, a)
+                                .select(0, iv[static_cast<std::size_t>(p * 3 + q)])
+                                .select(0, jv[static_cast<std::size_t>(q)]);
         expect_equal(r.select(0, a).select(0, p).select(0, q), want.contiguous(), "x[:, i, j]");
       }
   // Negative indices count from the end; int32 indices work as int64 ones.
@@ -252,8 +260,10 @@ TEST(Index, MasksSelectTheirTrueElements) {
   ASSERT_EQ(r.sizes(), (Shape{nz.size(0), 5}));
   const auto c = nz.to_vector<std::int64_t>();
   for (std::int64_t n = 0; n < nz.size(0); ++n)
-    expect_equal(r.select(0, n), x.select(0, c[static_cast<std::size_t>(2 * n)]).select(0, c[static_cast<std::size_t>(2 * n + 1)]).contiguous(),
-                 "mask row");
+    expect_equal(
+        r.select(0, n),
+        x.select(0, c[static_cast<std::size_t>(2 * n)]).select(0, c[static_cast<std::size_t>(2 * n + 1)]).contiguous(),
+        "mask row");
   expect_equal(x.index({mask}), x.index({mask.to(kUInt8)}), "uint8 mask");
   expect_equal(masked_select(x, mask.unsqueeze(2)), x.index({mask}).reshape({-1}), "masked_select broadcast");
   EXPECT_EQ(x.index({true}).sizes(), (Shape{1, 3, 4, 5}));
@@ -299,29 +309,48 @@ void expect_all_dtypes(const std::string& what, const Shape& shape,
 TEST(IndexingDTypes, EveryOpTakesEveryDType) {
   const Shape s{5, 6};
   const Tensor i = random_index({4, 6}, 5, 11), j = random_index({3}, 6, 12), k = random_index({7}, 5, 13);
-  expect_all_dtypes("gather", s, [&](const Tensor& x, const Tensor&) { return gather(x, 0, i); }, false);
-  expect_all_dtypes("index", s, [&](const Tensor& x, const Tensor&) { return x.index({k, Slice(None, None, 2)}); }, false);
-  expect_all_dtypes("index 2", s, [&](const Tensor& x, const Tensor&) { return x.index({k.unsqueeze(1), j}); }, false);
-  expect_all_dtypes("index_select", s, [&](const Tensor& x, const Tensor&) { return index_select(x, 1, j); }, false);
-  expect_all_dtypes("take_along_dim", s, [&](const Tensor& x, const Tensor&) { return take_along_dim(x, i, 0); },
-                    false);
-  expect_all_dtypes("masked_select", s, [&](const Tensor& x, const Tensor& o) { return masked_select(x, gt(o, 0)); },
-                    false);
-  expect_all_dtypes("nonzero", s, [&](const Tensor& x, const Tensor&) { return nonzero(x).to(x.dtype()); }, false);
+  expect_all_dtypes(
+      "gather", s, [&](const Tensor& x, const Tensor&) { return gather(x, 0, i); }, false);
+  expect_all_dtypes(
+      "index", s,
+      [&](const Tensor& x, const Tensor&) {
+        return x.index({k, Slice(None, None, 2)});
+      },
+      false);
+  expect_all_dtypes(
+      "index 2", s,
+      [&](const Tensor& x, const Tensor&) {
+        return x.index({k.unsqueeze(1), j});
+      },
+      false);
+  expect_all_dtypes(
+      "index_select", s, [&](const Tensor& x, const Tensor&) { return index_select(x, 1, j); }, false);
+  expect_all_dtypes(
+      "take_along_dim", s, [&](const Tensor& x, const Tensor&) { return take_along_dim(x, i, 0); }, false);
+  expect_all_dtypes(
+      "masked_select", s, [&](const Tensor& x, const Tensor& o) { return masked_select(x, gt(o, 0)); }, false);
+  expect_all_dtypes(
+      "nonzero", s, [&](const Tensor& x, const Tensor&) { return nonzero(x).to(x.dtype()); }, false);
   const Tensor perm = from_vector(std::vector<std::int64_t>{3, 0, 4, 1}, {4, 1}).expand({4, 6}).contiguous();
-  expect_all_dtypes("scatter", s, [&](const Tensor& x, const Tensor& o) { return scatter(x, 0, perm, o); }, false);
-  expect_all_dtypes("scatter value", s, [&](const Tensor& x, const Tensor&) { return scatter(x, 0, perm, 1); }, false);
-  expect_all_dtypes("index_put", s, [&](const Tensor& x, const Tensor& o) {
-    return x.index_put({from_vector(std::vector<std::int64_t>{4, 1}, {2})}, o.narrow(0, 0, 2));
-  }, false);
-  expect_all_dtypes("scatter_add", s, [&](const Tensor& x, const Tensor& o) { return scatter_add(x, 0, i, o.narrow(0, 0, 4)); },
-                    true);
-  expect_all_dtypes("index_add", s, [&](const Tensor& x, const Tensor& o) {
-    return index_add(x, 0, k, index_select(o, 0, k));
-  }, true);
-  expect_all_dtypes("index_put accumulate", s, [&](const Tensor& x, const Tensor& o) {
-    return x.index_put({k}, index_select(o, 0, k), true);
-  }, true);
+  expect_all_dtypes(
+      "scatter", s, [&](const Tensor& x, const Tensor& o) { return scatter(x, 0, perm, o); }, false);
+  expect_all_dtypes(
+      "scatter value", s, [&](const Tensor& x, const Tensor&) { return scatter(x, 0, perm, 1); }, false);
+  expect_all_dtypes(
+      "index_put", s,
+      [&](const Tensor& x, const Tensor& o) {
+        return x.index_put({from_vector(std::vector<std::int64_t>{4, 1}, {2})}, o.narrow(0, 0, 2));
+      },
+      false);
+  expect_all_dtypes(
+      "scatter_add", s, [&](const Tensor& x, const Tensor& o) { return scatter_add(x, 0, i, o.narrow(0, 0, 4)); },
+      true);
+  expect_all_dtypes(
+      "index_add", s, [&](const Tensor& x, const Tensor& o) { return index_add(x, 0, k, index_select(o, 0, k)); },
+      true);
+  expect_all_dtypes(
+      "index_put accumulate", s,
+      [&](const Tensor& x, const Tensor& o) { return x.index_put({k}, index_select(o, 0, k), true); }, true);
 }
 
 // ---- gradients ------------------------------------------------------------------------------------------------
@@ -354,11 +383,17 @@ TEST(IndexingGrad, GradcheckThroughStridedInputs) {
     Tensor v = random_tensor({5, 4}, kFloat64, true);
     const auto L = layout;
     expect_gradcheck([&](const std::vector<Tensor>& in) { return L(in[0]).index({Slice(), j}); }, {x}, "index " + name);
-    expect_gradcheck([&](const std::vector<Tensor>& in) { return L(in[0]).index({j, Slice(None, None, 2)}); }, {x},
-                     "index rows " + name);
+    expect_gradcheck(
+        [&](const std::vector<Tensor>& in) {
+          return L(in[0]).index({j, Slice(None, None, 2)});
+        },
+        {x}, "index rows " + name);
     expect_gradcheck([&](const std::vector<Tensor>& in) { return L(in[0]).index({mask}); }, {x}, "mask " + name);
-    expect_gradcheck([&](const std::vector<Tensor>& in) { return L(in[0]).index({i, remainder(add(i, 1), 4)}); },
-                     {x}, "two tensors " + name);
+    expect_gradcheck(
+        [&](const std::vector<Tensor>& in) {
+          return L(in[0]).index({i, remainder(add(i, 1), 4)});
+        },
+        {x}, "two tensors " + name);
     expect_gradcheck([&](const std::vector<Tensor>& in) { return gather(L(in[0]), 0, i); }, {x}, "gather " + name);
     expect_gradcheck([&](const std::vector<Tensor>& in) { return scatter(L(in[0]), 0, perm, in[1]); }, {x, src},
                      "scatter " + name);
@@ -378,26 +413,40 @@ TEST(IndexingGrad, GradcheckThroughStridedInputs) {
                      "take_along_dim flat " + name);
     expect_gradcheck([&](const std::vector<Tensor>& in) { return index_put(L(in[0]), {j}, in[1], true); }, {x, v},
                      "index_put accumulate " + name);
-    expect_gradcheck([&](const std::vector<Tensor>& in) {
-      return index_put(L(in[0]), {from_vector(std::vector<std::int64_t>{3, 1}, {2})}, in[1].narrow(0, 0, 2));
-    }, {x, v}, "index_put " + name);
+    expect_gradcheck(
+        [&](const std::vector<Tensor>& in) {
+          return index_put(L(in[0]), {from_vector(std::vector<std::int64_t>{3, 1}, {2})}, in[1].narrow(0, 0, 2));
+        },
+        {x, v}, "index_put " + name);
   }
   // Expanded inputs, a larger src (its extra elements get zero), and the in-place forms through a clone.
   Tensor row = random_tensor({1, 4}, kFloat64, true), big = random_tensor({4, 5}, kFloat64, true);
-  expect_gradcheck([&](const std::vector<Tensor>& in) { return gather(in[0].expand({4, 4}), 0, i); }, {row},
-                   "gather expanded");
-  expect_gradcheck([&](const std::vector<Tensor>& in) { return index_select(in[0].expand({3, 4}), 0, remainder(j, 3)); },
-                   {row}, "index_select expanded");
+  expect_gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        return gather(in[0].expand({4, 4}), 0, i);
+      },
+      {row}, "gather expanded");
+  expect_gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        return index_select(in[0].expand({3, 4}), 0, remainder(j, 3));
+      },
+      {row}, "index_select expanded");
   Tensor x = random_tensor({4, 4}, kFloat64, true);
   expect_gradcheck([&](const std::vector<Tensor>& in) { return scatter(in[0], 0, perm, in[1]); }, {x, big},
                    "scatter larger src");
-  expect_gradcheck([&](const std::vector<Tensor>& in) {
-    Tensor y = in[0].clone();
-    y.index_put_({Slice(), from_vector(std::vector<std::int64_t>{0, 2}, {2})}, in[1].narrow(0, 0, 4).narrow(1, 0, 2));
-    return y;
-  }, {x, big}, "index_put_ through a view");
-  expect_gradcheck([&](const std::vector<Tensor>& in) { return in[0].clone().scatter_add_(1, i.narrow(0, 0, 3), in[1].narrow(1, 0, 4)); },
-                   {x, big}, "scatter_add_");
+  expect_gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        Tensor y = in[0].clone();
+        y.index_put_({Slice(), from_vector(std::vector<std::int64_t>{0, 2}, {2})},
+                     in[1].narrow(0, 0, 4).narrow(1, 0, 2));
+        return y;
+      },
+      {x, big}, "index_put_ through a view");
+  expect_gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        return in[0].clone().scatter_add_(1, i.narrow(0, 0, 3), in[1].narrow(1, 0, 4));
+      },
+      {x, big}, "scatter_add_");
 }
 
 TEST(IndexingGrad, SecondOrderGradientsFlow) {
@@ -405,10 +454,12 @@ TEST(IndexingGrad, SecondOrderGradientsFlow) {
   const Tensor i = random_index({3, 4}, 4, 31);
   Tensor x = random_tensor({4, 4}, kFloat64, true);
   const Tensor w = random_tensor({3, 4}, kFloat64);
-  expect_gradcheck([&](const std::vector<Tensor>& in) {
-    Tensor y = gather(in[0] * in[0], 0, i);
-    return y;
-  }, {x}, "gather of a square");
+  expect_gradcheck(
+      [&](const std::vector<Tensor>& in) {
+        Tensor y = gather(in[0] * in[0], 0, i);
+        return y;
+      },
+      {x}, "gather of a square");
 }
 
 TEST(IndexingGrad, RepeatedIndicesSumTheirGradients) {
@@ -421,7 +472,9 @@ TEST(IndexingGrad, RepeatedIndicesSumTheirGradients) {
     EXPECT_EQ(g[static_cast<std::size_t>(c)], wv[static_cast<std::size_t>(2 + c)]);
     EXPECT_EQ(g[static_cast<std::size_t>(2 + c)], 0.0);
     // In index order: w[0] + w[2] + w[3], as the CPU sums.
-    EXPECT_EQ(g[static_cast<std::size_t>(4 + c)], (wv[static_cast<std::size_t>(c)] + wv[static_cast<std::size_t>(4 + c)]) + wv[static_cast<std::size_t>(6 + c)]);
+    EXPECT_EQ(
+        g[static_cast<std::size_t>(4 + c)],
+        (wv[static_cast<std::size_t>(c)] + wv[static_cast<std::size_t>(4 + c)]) + wv[static_cast<std::size_t>(6 + c)]);
   }
 }
 
@@ -433,28 +486,49 @@ void expect_index_errors(Device dev) {
   const TensorOptions i64 = TensorOptions(kInt64).device(dev);
   const Tensor x = random_tensor({3, 4}, kFloat32).to(dev);
   const auto ix = [&](std::vector<std::int64_t> v, Shape shape) { return from_vector(v, shape).to(dev); };
-  expect_error<IndexError>([&] { gather(x, 1, ix({0, 4, 1}, {1, 3})); },
-                           {"gather", "index[0, 1] = 4", "dimension 1", "size 4", "[0, 4)"}, "gather" + on);
-  expect_error<IndexError>([&] { gather(x, 1, ix({-1}, {1, 1})); }, {"gather", "index[0, 0] = -1"},
-                           "gather negative" + on);
-  expect_error<IndexError>([&] { scatter(x, 0, ix({3}, {1, 1}), 1.0); }, {"scatter", "index[0, 0] = 3", "size 3"},
-                           "scatter" + on);
-  expect_error<IndexError>([&] { scatter_add(x, 0, ix({0, -2}, {1, 2}), ones({1, 2}).to(dev)); },
-                           {"scatter_add", "index[0, 1] = -2"}, "scatter_add" + on);
-  expect_error<IndexError>([&] { index_add(x, 0, ix({0, 5}, {2}), ones({2, 4}).to(dev)); },
-                           {"index_add", "index[1] = 5", "size 3"}, "index_add" + on);
-  expect_error<IndexError>([&] { index_select(x, 1, ix({1, 2, 9}, {3})); }, {"index_select", "index[2] = 9"},
-                           "index_select" + on);
-  expect_error<IndexError>([&] { x.index({Slice(), ix({0, -5}, {2})}); },
-                           {"index", "indices[0][1] = -5", "[-4, 4)"}, "index" + on);
+  expect_error<IndexError>(
+      [&] {
+        gather(x, 1, ix({0, 4, 1}, {1, 3}));
+      },
+      {"gather", "index[0, 1] = 4", "dimension 1", "size 4", "[0, 4)"}, "gather" + on);
+  expect_error<IndexError>(
+      [&] {
+        gather(x, 1, ix({-1}, {1, 1}));
+      },
+      {"gather", "index[0, 0] = -1"}, "gather negative" + on);
+  expect_error<IndexError>(
+      [&] {
+        scatter(x, 0, ix({3}, {1, 1}), 1.0);
+      },
+      {"scatter", "index[0, 0] = 3", "size 3"}, "scatter" + on);
+  expect_error<IndexError>(
+      [&] {
+        scatter_add(x, 0, ix({0, -2}, {1, 2}), ones({1, 2}).to(dev));
+      },
+      {"scatter_add", "index[0, 1] = -2"}, "scatter_add" + on);
+  expect_error<IndexError>(
+      [&] {
+        index_add(x, 0, ix({0, 5}, {2}), ones({2, 4}).to(dev));
+      },
+      {"index_add", "index[1] = 5", "size 3"}, "index_add" + on);
+  expect_error<IndexError>(
+      [&] {
+        index_select(x, 1, ix({1, 2, 9}, {3}));
+      },
+      {"index_select", "index[2] = 9"}, "index_select" + on);
+  expect_error<IndexError>(
+      [&] {
+        x.index({Slice(), ix({0, -5}, {2})});
+      },
+      {"index", "indices[0][1] = -5", "[-4, 4)"}, "index" + on);
   expect_error<IndexError>([&] { x.clone().index_put_({ix({3}, {1})}, 1.0); }, {"index_put_", "indices[0][0] = 3"},
                            "index_put_" + on);
   expect_error<IndexError>([&] { take_along_dim(x, ix({12}, {1})); }, {"take_along_dim", "[0, 12)"},
                            "take_along_dim" + on);
   (void)i64;
   // The device is usable after the rejected calls, and nothing was left half-checked.
-  expect_equal(gather(x, 1, ix({3, 0}, {1, 2})).cpu(), gather(x.cpu(), 1, from_vector(std::vector<std::int64_t>{3, 0}, {1, 2})),
-               "after errors" + on);
+  expect_equal(gather(x, 1, ix({3, 0}, {1, 2})).cpu(),
+               gather(x.cpu(), 1, from_vector(std::vector<std::int64_t>{3, 0}, {1, 2})), "after errors" + on);
 }
 }  // namespace
 
@@ -470,29 +544,50 @@ TEST(IndexingErrors, BadArgumentsNameTheOpAndArgument) {
   const Tensor i = from_vector(std::vector<std::int64_t>{0, 1}, {1, 2});
   expect_error<TypeError>([&] { gather(x, 1, i.to(kInt32)); }, {"gather", "'index'", "int64", "int32"}, "gather int32");
   expect_error<ValueError>([&] { gather(x, 1, i.reshape({2})); }, {"gather", "'index'", "dimensions"}, "gather dims");
-  expect_error<ValueError>([&] { gather(x, 1, zeros({4, 1}, kInt64)); }, {"gather", "no larger than 'self'"},
-                           "gather size");
+  expect_error<ValueError>(
+      [&] {
+        gather(x, 1, zeros({4, 1}, kInt64));
+      },
+      {"gather", "no larger than 'self'"}, "gather size");
   expect_error<IndexError>([&] { gather(x, 2, i); }, {"gather", "dimension out of range"}, "gather dim");
   expect_error<ValueError>([&] { gather(x, 1, i, true); }, {"gather", "sparse_grad"}, "sparse");
-  expect_error<TypeError>([&] { scatter(x, 1, i, ones({1, 2}, kFloat64)); }, {"scatter", "'src'", "float32", "float64"},
-                          "scatter dtype");
+  expect_error<TypeError>(
+      [&] {
+        scatter(x, 1, i, ones({1, 2}, kFloat64));
+      },
+      {"scatter", "'src'", "float32", "float64"}, "scatter dtype");
   expect_error<ValueError>([&] { scatter(x, 1, i, ones({1, 1})); }, {"scatter", "no larger than 'src'"}, "scatter src");
-  expect_error<ValueError>([&] { scatter_add(x, 0, zeros({2, 5}, kInt64), ones({2, 5})); },
-                           {"scatter_add", "no larger than 'self'"}, "scatter_add size");
-  expect_error<TypeError>([&] { index_add(x, 0, i.reshape({2}), ones({2, 4}, kFloat64)); },
-                          {"index_add", "'source'", "float64"}, "index_add dtype");
-  expect_error<ValueError>([&] { index_add(x, 0, i.reshape({2}), ones({3, 4})); }, {"index_add", "'index'", "3"},
-                           "index_add count");
-  expect_error<ValueError>([&] { index_add(x, 0, i.reshape({2}), ones({2, 5})); }, {"index_add", "'source'", "dimension 1"},
-                           "index_add shape");
+  expect_error<ValueError>(
+      [&] {
+        scatter_add(x, 0, zeros({2, 5}, kInt64), ones({2, 5}));
+      },
+      {"scatter_add", "no larger than 'self'"}, "scatter_add size");
+  expect_error<TypeError>(
+      [&] {
+        index_add(x, 0, i.reshape({2}), ones({2, 4}, kFloat64));
+      },
+      {"index_add", "'source'", "float64"}, "index_add dtype");
+  expect_error<ValueError>(
+      [&] {
+        index_add(x, 0, i.reshape({2}), ones({3, 4}));
+      },
+      {"index_add", "'index'", "3"}, "index_add count");
+  expect_error<ValueError>(
+      [&] {
+        index_add(x, 0, i.reshape({2}), ones({2, 5}));
+      },
+      {"index_add", "'source'", "dimension 1"}, "index_add shape");
   expect_error<TypeError>([&] { zeros({3}, kInt64).index_add_(0, i.reshape({2}), ones({2}, kInt64), 0.5); },
                           {"index_add_", "alpha"}, "index_add alpha");
   expect_error<ValueError>([&] { index_select(x, 0, i); }, {"index_select", "'index'", "[1, 2]"}, "index_select 2-d");
   expect_error<TypeError>([&] { index_select(x, 0, tensor({0.0})); }, {"index_select", "int64", "float32"},
                           "index_select float");
   expect_error<TypeError>([&] { masked_select(x, ones({3, 4})); }, {"masked_select", "'mask'", "bool"}, "mask dtype");
-  expect_error<ValueError>([&] { masked_select(x, ones({2, 4}, kBool)); }, {"masked_select", "broadcast"},
-                           "mask shape");
+  expect_error<ValueError>(
+      [&] {
+        masked_select(x, ones({2, 4}, kBool));
+      },
+      {"masked_select", "broadcast"}, "mask shape");
   expect_error<ValueError>([&] { take_along_dim(x, i.reshape({2}), 0); }, {"take_along_dim", "dimensions"},
                            "take_along_dim dims");
   expect_error<IndexError>([&] { x.index({0, 1, 2}); }, {"index", "too many indices"}, "too many");
@@ -503,14 +598,24 @@ TEST(IndexingErrors, BadArgumentsNameTheOpAndArgument) {
   expect_error<ValueError>([] { TensorIndex("..x"); }, {"TensorIndex", "..x"}, "bad ellipsis string");
   expect_error<IndexError>([&] { x.index({tensor({1.0})}); }, {"index", "int64", "float32"}, "float index tensor");
   expect_error<IndexError>([&] { x.index({ones({2}, kBool)}); }, {"index", "mask", "[2]", "[3, 4]"}, "mask shape");
-  expect_error<IndexError>([&] { x.index({from_vector(std::vector<std::int64_t>{0, 1}, {2}), from_vector(std::vector<std::int64_t>{0, 1, 2}, {3})}); },
-                           {"index", "broadcast"}, "index shapes");
-  expect_error<TypeError>([&] { x.clone().index_put_({from_vector(std::vector<std::int64_t>{0}, {1})}, ones({4}, kFloat64)); },
-                          {"index_put_", "'values'", "float64"}, "index_put dtype");
+  expect_error<IndexError>(
+      [&] {
+        x.index(
+            {from_vector(std::vector<std::int64_t>{0, 1}, {2}), from_vector(std::vector<std::int64_t>{0, 1, 2}, {3})});
+      },
+      {"index", "broadcast"}, "index shapes");
+  expect_error<TypeError>(
+      [&] { x.clone().index_put_({from_vector(std::vector<std::int64_t>{0}, {1})}, ones({4}, kFloat64)); },
+      {"index_put_", "'values'", "float64"}, "index_put dtype");
   expect_error<ValueError>([&] { x.clone().index_put_({from_vector(std::vector<std::int64_t>{0}, {1})}, ones({3})); },
                            {"index_put_", "shape mismatch", "[3]", "[1, 4]"}, "index_put shape");
-  expect_error<ValueError>([&] { Tensor e = zeros({1, 4}).expand({3, 4}); NoGradGuard ng; e.scatter_(0, i, 1.0); },
-                           {"scatter_", "share memory"}, "scatter_ into an expanded tensor");
+  expect_error<ValueError>(
+      [&] {
+        Tensor e = zeros({1, 4}).expand({3, 4});
+        NoGradGuard ng;
+        e.scatter_(0, i, 1.0);
+      },
+      {"scatter_", "share memory"}, "scatter_ into an expanded tensor");
   Tensor leaf = random_tensor({3, 4}, kFloat32, true);
   expect_error<AutogradError>([&] { leaf.scatter_(0, i, 1.0); }, {"scatter_", "leaf"}, "scatter_ on a leaf");
   expect_error<ValueError>([&] { gather(Tensor(), 0, i); }, {"gather", "'self'"}, "undefined");
@@ -554,27 +659,37 @@ TEST(IndexingGpu, EveryOpMatchesTheCpuForEveryDType) {
   MINIDL_REQUIRE_GPU();
   for (const Shape& s : {Shape{7, 13}, Shape{33, 64}, Shape{1, 1}, Shape{5, 129}}) {
     const std::int64_t r = s[0], c = s[1];
-    const Tensor i = random_index({r + 2, c}, r, 41), j = random_index({c + 3}, c, 42), k = random_index({2 * r + 1}, r, 43);
+    const Tensor i = random_index({r + 2, c}, r, 41), j = random_index({c + 3}, c, 42),
+                 k = random_index({2 * r + 1}, r, 43);
     const Tensor perm = random_index({1, c}, r, 44).expand({1, c}).contiguous();
     const std::string at = " " + shape_str(s);
     const auto D = [](const Tensor& t, Device d) { return t.to(d); };
-    expect_gpu_matches_cpu("gather" + at, s, [&](const Tensor& x, const Tensor&, Device d) { return gather(x, 0, D(i, d)); });
+    expect_gpu_matches_cpu("gather" + at, s,
+                           [&](const Tensor& x, const Tensor&, Device d) { return gather(x, 0, D(i, d)); });
     expect_gpu_matches_cpu("gather transposed" + at, s, [&](const Tensor& x, const Tensor&, Device d) {
-      return gather(x.t(), 1, D(i, d).t().narrow(0, 0, std::min(r, c)).contiguous().narrow(1, 0, std::min<std::int64_t>(r, 2)));
+      return gather(x.t(), 1,
+                    D(i, d).t().narrow(0, 0, std::min(r, c)).contiguous().narrow(1, 0, std::min<std::int64_t>(r, 2)));
     });
-    expect_gpu_matches_cpu("index rows" + at, s, [&](const Tensor& x, const Tensor&, Device d) { return x.index({D(k, d)}); });
-    expect_gpu_matches_cpu("index cols" + at, s, [&](const Tensor& x, const Tensor&, Device d) { return x.index({Slice(), D(j, d)}); });
+    expect_gpu_matches_cpu("index rows" + at, s,
+                           [&](const Tensor& x, const Tensor&, Device d) { return x.index({D(k, d)}); });
+    expect_gpu_matches_cpu("index cols" + at, s, [&](const Tensor& x, const Tensor&, Device d) {
+      return x.index({Slice(), D(j, d)});
+    });
     expect_gpu_matches_cpu("index both" + at, s, [&](const Tensor& x, const Tensor&, Device d) {
       return x.index({D(k, d).unsqueeze(1), D(j, d)});
     });
     expect_gpu_matches_cpu("index sliced" + at, s, [&](const Tensor& x, const Tensor&, Device d) {
       return x.index({D(k, d), Slice(None, None, 3)});
     });
-    expect_gpu_matches_cpu("index_select" + at, s, [&](const Tensor& x, const Tensor&, Device d) { return index_select(x, 1, D(j, d)); });
-    expect_gpu_matches_cpu("masked_select" + at, s, [&](const Tensor& x, const Tensor& o, Device) { return masked_select(x, gt(o, 0)); });
+    expect_gpu_matches_cpu("index_select" + at, s,
+                           [&](const Tensor& x, const Tensor&, Device d) { return index_select(x, 1, D(j, d)); });
+    expect_gpu_matches_cpu("masked_select" + at, s,
+                           [&](const Tensor& x, const Tensor& o, Device) { return masked_select(x, gt(o, 0)); });
     expect_gpu_matches_cpu("nonzero" + at, s, [&](const Tensor& x, const Tensor&, Device) { return nonzero(x); });
-    expect_gpu_matches_cpu("take_along_dim" + at, s, [&](const Tensor& x, const Tensor&, Device d) { return take_along_dim(x, D(i, d), 0); });
-    expect_gpu_matches_cpu("scatter" + at, s, [&](const Tensor& x, const Tensor& o, Device d) { return scatter(x, 0, D(perm, d), o); });
+    expect_gpu_matches_cpu("take_along_dim" + at, s,
+                           [&](const Tensor& x, const Tensor&, Device d) { return take_along_dim(x, D(i, d), 0); });
+    expect_gpu_matches_cpu("scatter" + at, s,
+                           [&](const Tensor& x, const Tensor& o, Device d) { return scatter(x, 0, D(perm, d), o); });
     expect_gpu_matches_cpu("index_put" + at, s, [&](const Tensor& x, const Tensor& o, Device d) {
       return x.index_put({Tensor(), D(j.narrow(0, 0, 1), d)}, o.narrow(1, 0, 1));
     });
@@ -672,5 +787,6 @@ TEST(IndexingGpu, DISABLED_BandwidthOfLargeAccesses) {
   report("index_put_ accumulate rows", 3 * bytes + rows * 8,
          time([&] { acc.index_put_(std::vector<Tensor>{idx}, x, true); }));
   const Tensor mask = gt(x, 0.5);
-  report("masked_select (half true)", bytes * 1.25 + bytes / 4 * 2 + bytes, time([&] { (void)masked_select(x, mask); }));
+  report("masked_select (half true)", bytes * 1.25 + bytes / 4 * 2 + bytes,
+         time([&] { (void)masked_select(x, mask); }));
 }

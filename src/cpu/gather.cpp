@@ -113,12 +113,17 @@ i64 order_for_scatter(IndexGeometry& g) {
   return inner;
 }
 
-template <class F> void dispatch_element_size(std::size_t bytes, F&& f) {
+template <class F>
+void dispatch_element_size(std::size_t bytes, F&& f) {
   switch (bytes) {
-    case 1: return f(kernels::TypeTag<std::uint8_t>{});
-    case 2: return f(kernels::TypeTag<std::uint16_t>{});
-    case 4: return f(kernels::TypeTag<std::uint32_t>{});
-    default: return f(kernels::TypeTag<std::uint64_t>{});
+    case 1:
+      return f(kernels::TypeTag<std::uint8_t>{});
+    case 2:
+      return f(kernels::TypeTag<std::uint16_t>{});
+    case 4:
+      return f(kernels::TypeTag<std::uint32_t>{});
+    default:
+      return f(kernels::TypeTag<std::uint64_t>{});
   }
 }
 
@@ -214,7 +219,8 @@ std::int64_t first_out_of_range(const Tensor& index, std::int64_t n) {
 
 namespace {
 /// Whether element i of a contiguous x is nonzero (NaN counts as nonzero), calling f(i) for each that is, in order.
-template <class F> void for_each_nonzero(const Tensor& x, i64 begin, i64 end, F&& f) {
+template <class F>
+void for_each_nonzero(const Tensor& x, i64 begin, i64 end, F&& f) {
   kernels::dispatch_all(x.dtype(), "nonzero", [&](auto tag) {
     using T = typename decltype(tag)::type;
     const T* p = x.data_ptr<T>();

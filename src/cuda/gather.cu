@@ -2,15 +2,15 @@
 // (a grid-stride loop): its offsets from the geometry (32-bit multiply-shift division while the element count
 // allows), its indices read and checked, one load and one store. Gathers and plain scatters whose innermost dim is
 // contiguous on both sides and not indexed move 16-byte packs instead of elements (bytes are bytes: they dispatch
-// on the element size, not the dtype); each thread handles kUnroll elements per trip. Accumulating scatters add with
+// on the element size, not the dtype). Accumulating scatters add with
 // atomics (native for 4- and 8-byte types and, on Hopper, for float packs of four; a compare-and-swap on the
 // enclosing 32-bit word for 1- and 2-byte ones), except floating ones under
 // minidl::deterministic(), which sort the destinations stably first (cub::DeviceRadixSort) and sum each run in
 // order. An out-of-range index sets a device-side flag (which index, its value) that the host reads back after the
 // kernel.
+#include <thrust/iterator/counting_iterator.h>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_select.cuh>
-#include <thrust/iterator/counting_iterator.h>
 
 #include "cuda/context.h"
 #include "cuda/launch.cuh"
@@ -53,75 +53,43 @@ class FaultFlag {
 };
 
 __device__ void report(ull* fault, int k, i64 value) {
-  if (fault != nullptr && atomicCAS(fault, kNoFault, static_cast<ull>(k)) == kNoFault) fault[1] = static_cast<ull>(value);
+  if (fault != nullptr && atomicCAS(fault, kNoFault, static_cast<ull>(k)) == kNoFault)
+    fault[1] = static_cast<ull>(value);
 }
 
-/// Elements per thread and loop trip: their index and data loads are all issued before the first store, so that
-/// each thread keeps several dependent load chains (index, then data) in flight.
-constexpr int kUnroll = 4;
-
-/// The data offsets of the kUnroll elements base, base + stride, ... (ok false for those past the end or out of
-/// range, which are reported), and their other offsets.
-template <bool Small>
-__device__ __forceinline__ void locate_group(const IndexGeometry& g, i64 base, i64 stride, i64 (&d)[kUnroll], i64 (&o)[kUnroll],
-                             bool (&ok)[kUnroll], ull* fault) {
-#pragma unroll
-  for (int u = 0; u < kUnroll; ++u) {
-    const i64 i = base + u * stride;
-    ok[u] = i < g.numel;
-    if (!ok[u]) continue;
-    i64 at[kMaxIndices];
-    g.locate<Small>(i, d[u], o[u], at);
+template <class E, bool Small>
+__global__ void gather_kernel(IndexGeometry g, const E* __restrict__ data, E* __restrict__ out, ull* fault) {
+  GRID_STRIDE(i, g.numel) {
+    i64 d, o, at[kMaxIndices];
+    g.locate<Small>(i, d, o, at);
     int bad_k;
     i64 bad_value;
-    ok[u] = g.resolve(d[u], at, bad_k, bad_value);
-    if (!ok[u]) report(fault, bad_k, bad_value);
-  }
-}
-
-/// Calls body(d, o, ok) for each group of kUnroll elements of a grid-stride loop over g.
-template <bool Small, class Body> __device__ __forceinline__ void for_each_group(const IndexGeometry& g, ull* fault, Body&& body) {
-  const i64 stride = static_cast<i64>(blockDim.x) * gridDim.x;
-  for (i64 base = blockIdx.x * static_cast<i64>(blockDim.x) + threadIdx.x; base < g.numel; base += stride * kUnroll) {
-    i64 d[kUnroll], o[kUnroll];
-    bool ok[kUnroll];
-    locate_group<Small>(g, base, stride, d, o, ok, fault);
-    body(d, o, ok);
+    if (!g.resolve(d, at, bad_k, bad_value)) {
+      report(fault, bad_k, bad_value);
+      continue;
+    }
+    out[o] = data[d];
   }
 }
 
 template <class E, bool Small>
-__global__ void gather_kernel(const __grid_constant__ IndexGeometry g, const E* __restrict__ data, E* __restrict__ out, ull* fault) {
-  for_each_group<Small>(g, fault, [&](const i64(&d)[kUnroll], const i64(&o)[kUnroll], const bool(&ok)[kUnroll]) {
-    E v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (ok[u]) v[u] = data[d[u]];
+__global__ void scatter_kernel(IndexGeometry g, const E* __restrict__ values, E* __restrict__ data, ull* fault) {
+  GRID_STRIDE(i, g.numel) {
+    i64 d, o, at[kMaxIndices];
+    g.locate<Small>(i, d, o, at);
+    int bad_k;
+    i64 bad_value;
+    if (!g.resolve(d, at, bad_k, bad_value)) {
+      report(fault, bad_k, bad_value);
+      continue;
     }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (ok[u]) out[o[u]] = v[u];
-    }
-  });
-}
-
-template <class E, bool Small>
-__global__ void scatter_kernel(const __grid_constant__ IndexGeometry g, const E* __restrict__ values, E* __restrict__ data, ull* fault) {
-  for_each_group<Small>(g, fault, [&](const i64(&d)[kUnroll], const i64(&o)[kUnroll], const bool(&ok)[kUnroll]) {
-    E v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (ok[u]) v[u] = values[o[u]];
-    }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (ok[u]) data[d[u]] = v[u];
-    }
-  });
+    data[d] = values[o];
+  }
 }
 
 /// *p = accumulate_add(*p, v), atomically.
-template <class T> __device__ void atomic_accumulate(T* p, T v) {
+template <class T>
+__device__ void atomic_accumulate(T* p, T v) {
   if constexpr (std::is_same_v<T, float4>) {
 #if __CUDA_ARCH__ >= 900
     atomicAdd(p, v);  // Hopper's vector atomics: one operation per 16 bytes
@@ -156,23 +124,23 @@ template <class T> __device__ void atomic_accumulate(T* p, T v) {
 }
 
 template <class T, bool Small>
-__global__ void scatter_add_kernel(const __grid_constant__ IndexGeometry g, const T* __restrict__ values, T* data, ull* fault) {
-  for_each_group<Small>(g, fault, [&](const i64(&d)[kUnroll], const i64(&o)[kUnroll], const bool(&ok)[kUnroll]) {
-    T v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (ok[u]) v[u] = values[o[u]];
+__global__ void scatter_add_kernel(IndexGeometry g, const T* __restrict__ values, T* data, ull* fault) {
+  GRID_STRIDE(i, g.numel) {
+    i64 d, o, at[kMaxIndices];
+    g.locate<Small>(i, d, o, at);
+    int bad_k;
+    i64 bad_value;
+    if (!g.resolve(d, at, bad_k, bad_value)) {
+      report(fault, bad_k, bad_value);
+      continue;
     }
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
-      if (ok[u]) atomic_accumulate(data + d[u], v[u]);
-    }
-  });
+    atomic_accumulate(data + d, values[o]);
+  }
 }
 
 // The deterministic accumulation: each element's destination as a sort key (`sentinel`, above every destination,
 // for an out-of-range one) with its flat position as the value.
-__global__ void destination_kernel(const __grid_constant__ IndexGeometry g, ull* __restrict__ keys, i64* __restrict__ order, ull sentinel,
+__global__ void destination_kernel(IndexGeometry g, ull* __restrict__ keys, i64* __restrict__ order, ull sentinel,
                                    ull* fault) {
   GRID_STRIDE(i, g.numel) {
     i64 d, o, at[kMaxIndices];
@@ -189,7 +157,7 @@ __global__ void destination_kernel(const __grid_constant__ IndexGeometry g, ull*
 // The thread at the start of each run of equal keys sums the run in order (the sort is stable: row-major order of
 // the elements, as on the CPU).
 template <class T>
-__global__ void run_sum_kernel(const __grid_constant__ IndexGeometry g, const ull* __restrict__ keys, const i64* __restrict__ order,
+__global__ void run_sum_kernel(IndexGeometry g, const ull* __restrict__ keys, const i64* __restrict__ order,
                                ull sentinel, const T* __restrict__ values, T* __restrict__ data) {
   GRID_STRIDE(p, g.numel) {
     const ull key = keys[p];
@@ -212,7 +180,8 @@ i64 max_data_offset(const IndexGeometry& g) {
   return m;
 }
 
-template <class T> void deterministic_accumulate(const IndexGeometry& g, const T* values, T* data, ull* fault) {
+template <class T>
+void deterministic_accumulate(const IndexGeometry& g, const T* values, T* data, ull* fault) {
   const auto n = static_cast<int>(g.numel);
   const ull sentinel = static_cast<ull>(max_data_offset(g)) + 1;
   int end_bit = 1;
@@ -259,19 +228,26 @@ bool to_packs(IndexGeometry& g, std::size_t bytes, const void* data, const void*
 }
 
 /// f(TypeTag<E>) with E an unsigned type of `bytes` bytes (uint4 for a 16-byte pack).
-template <class F> void dispatch_bytes(std::size_t bytes, F&& f) {
+template <class F>
+void dispatch_bytes(std::size_t bytes, F&& f) {
   switch (bytes) {
-    case 1: return f(kernels::TypeTag<std::uint8_t>{});
-    case 2: return f(kernels::TypeTag<std::uint16_t>{});
-    case 4: return f(kernels::TypeTag<std::uint32_t>{});
-    case 8: return f(kernels::TypeTag<std::uint64_t>{});
-    default: return f(kernels::TypeTag<uint4>{});
+    case 1:
+      return f(kernels::TypeTag<std::uint8_t>{});
+    case 2:
+      return f(kernels::TypeTag<std::uint16_t>{});
+    case 4:
+      return f(kernels::TypeTag<std::uint32_t>{});
+    case 8:
+      return f(kernels::TypeTag<std::uint64_t>{});
+    default:
+      return f(kernels::TypeTag<uint4>{});
   }
 }
 
 /// Launches kernel<Small> (Small: 32-bit division) over g's elements.
-template <class Launch> void launch_over(const IndexGeometry& g, Launch&& launch) {
-  const unsigned int blocks = blocks_for((g.numel + kUnroll - 1) / kUnroll, kThreads);
+template <class Launch>
+void launch_over(const IndexGeometry& g, Launch&& launch) {
+  const unsigned int blocks = blocks_for(g.numel, kThreads);
   if (kernels::small_geometry(g)) {
     launch(std::true_type{}, blocks);
   } else {
@@ -319,7 +295,8 @@ IndexFault index_scatter(const IndexGeometry& geometry, const Tensor& values, Te
     return fault.read(data.device());
   }
   const bool deterministic_sum = is_floating_point(data.dtype()) && minidl::deterministic();
-  if (data.dtype() == kFloat32 && !deterministic_sum && to_packs(g, sizeof(float), data.data_ptr(), values.data_ptr())) {
+  if (data.dtype() == kFloat32 && !deterministic_sum &&
+      to_packs(g, sizeof(float), data.data_ptr(), values.data_ptr())) {
     launch_over(g, [&](auto small, unsigned int blocks) {
       scatter_add_kernel<float4, decltype(small)::value><<<blocks, kThreads, 0, stream()>>>(
           g, static_cast<const float4*>(values.data_ptr()), static_cast<float4*>(data.data_ptr()), fault.get());
@@ -334,8 +311,8 @@ IndexFault index_scatter(const IndexGeometry& geometry, const Tensor& values, Te
       return;
     }
     launch_over(g, [&](auto small, unsigned int blocks) {
-      scatter_add_kernel<T, decltype(small)::value><<<blocks, kThreads, 0, stream()>>>(
-          g, values.data_ptr<T>(), data.data_ptr<T>(), fault.get());
+      scatter_add_kernel<T, decltype(small)::value>
+          <<<blocks, kThreads, 0, stream()>>>(g, values.data_ptr<T>(), data.data_ptr<T>(), fault.get());
     });
   });
   return fault.read(data.device());
@@ -354,12 +331,14 @@ __global__ void first_out_of_range_kernel(const i64* __restrict__ index, i64 k, 
 }
 
 /// Whether an element is nonzero (NaN is).
-template <class T> struct IsNonzero {
+template <class T>
+struct IsNonzero {
   const T* x;
   __device__ bool operator()(i64 i) const { return kernels::convert<bool>(x[i]); }
 };
 
-template <class T> __global__ void count_nonzero_kernel(const T* __restrict__ x, i64 n, ull* __restrict__ count) {
+template <class T>
+__global__ void count_nonzero_kernel(const T* __restrict__ x, i64 n, ull* __restrict__ count) {
   __shared__ ull partial[kThreads];
   ull c = 0;
   GRID_STRIDE(i, n) c += kernels::convert<bool>(x[i]) ? 1 : 0;
@@ -402,7 +381,7 @@ std::int64_t count_nonzero(const Tensor& x) {
   kernels::dispatch_all(x.dtype(), "nonzero", [&](auto tag) {
     using T = typename decltype(tag)::type;
     count_nonzero_kernel<<<blocks_for(n, kThreads), kThreads, 0, stream()>>>(x.data_ptr<T>(), n,
-                                                                              reinterpret_cast<ull*>(count.data_ptr()));
+                                                                             reinterpret_cast<ull*>(count.data_ptr()));
   });
   MINIDL_CUDA_KERNEL_CHECK();
   return count.item<i64>();
@@ -418,8 +397,8 @@ void nonzero(const Tensor& x, Tensor& out) {
     const thrust::counting_iterator<i64> positions(0);
     const IsNonzero<T> pred{x.data_ptr<T>()};
     std::size_t temp_bytes = 0;
-    MINIDL_CUDA_CHECK(cub::DeviceSelect::If(nullptr, temp_bytes, positions, flat.as<i64>(), selected.as<i64>(), n, pred,
-                                            stream()));
+    MINIDL_CUDA_CHECK(
+        cub::DeviceSelect::If(nullptr, temp_bytes, positions, flat.as<i64>(), selected.as<i64>(), n, pred, stream()));
     Workspace temp(temp_bytes, "nonzero's selection");
     MINIDL_CUDA_CHECK(cub::DeviceSelect::If(temp.get(), temp_bytes, positions, flat.as<i64>(), selected.as<i64>(), n,
                                             pred, stream()));

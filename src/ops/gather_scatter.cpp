@@ -23,13 +23,16 @@ std::int64_t size_of(const Tensor& t, std::int64_t d) { return t.dim() == 0 ? 1 
 
 /// PyTorch's shape rules of gather and scatter: index has as many dims as self (and src), is no larger than src
 /// anywhere, nor than self except along dim.
-void check_index_shape(const Tensor& self, std::int64_t dim, const Tensor& index, const Tensor* src,
-                       const char* op) {
-  MINIDL_CHECK(dims_of(index) == dims_of(self), ValueError, op, ": expected 'index' to have as many dimensions as "
-               "'self' (", self.dim(), "), found shape ", shape_str(index.sizes()));
+void check_index_shape(const Tensor& self, std::int64_t dim, const Tensor& index, const Tensor* src, const char* op) {
+  MINIDL_CHECK(dims_of(index) == dims_of(self), ValueError, op,
+               ": expected 'index' to have as many dimensions as "
+               "'self' (",
+               self.dim(), "), found shape ", shape_str(index.sizes()));
   if (src != nullptr) {
-    MINIDL_CHECK(dims_of(*src) == dims_of(self), ValueError, op, ": expected 'src' to have as many dimensions as "
-                 "'self' (", self.dim(), "), found shape ", shape_str(src->sizes()));
+    MINIDL_CHECK(dims_of(*src) == dims_of(self), ValueError, op,
+                 ": expected 'src' to have as many dimensions as "
+                 "'self' (",
+                 self.dim(), "), found shape ", shape_str(src->sizes()));
   }
   for (std::int64_t d = 0; d < dims_of(self); ++d) {
     MINIDL_CHECK(d == dim || size_of(index, d) <= size_of(self, d), ValueError, op, ": expected 'index' (shape ",
@@ -52,8 +55,8 @@ Checked check_args(const Tensor& self, std::int64_t dim, const Tensor& index, co
   Tensor ix = ops::index_operand(index, self.device(), false, op, "index");
   if (src != nullptr) {
     ops::check_defined(*src, op, "src");
-    MINIDL_CHECK(src->dtype() == self.dtype(), TypeError, op, ": expected 'src' of the dtype of 'self' (",
-                 self.dtype(), "), found ", src->dtype());
+    MINIDL_CHECK(src->dtype() == self.dtype(), TypeError, op, ": expected 'src' of the dtype of 'self' (", self.dtype(),
+                 "), found ", src->dtype());
     MINIDL_CHECK(src->device() == self.device(), TypeError, op, ": expected 'src' on the device of 'self' (",
                  self.device(), "), found ", src->device());
   }
@@ -165,8 +168,10 @@ Tensor take_along_dim(const Tensor& self, const Tensor& indices, std::optional<s
   ops::check_defined(self, "take_along_dim", "self");
   const Tensor ix = ops::index_operand(indices, self.device(), false, "take_along_dim", "indices");
   if (!dim) return gather_unchecked(self.reshape({-1}), 0, ix.reshape({-1}), "take_along_dim");
-  MINIDL_CHECK(self.dim() == ix.dim(), ValueError, "take_along_dim: expected 'indices' to have as many dimensions as "
-               "'self' (", self.dim(), "), found shape ", shape_str(ix.sizes()));
+  MINIDL_CHECK(self.dim() == ix.dim(), ValueError,
+               "take_along_dim: expected 'indices' to have as many dimensions as "
+               "'self' (",
+               self.dim(), "), found shape ", shape_str(ix.sizes()));
   const std::int64_t d = ops::wrap_dim(*dim, self.dim(), "take_along_dim");
   if (self.dim() == 0) return gather_unchecked(self, d, ix, "take_along_dim");
   const auto ud = static_cast<std::size_t>(d);

@@ -33,8 +33,8 @@ std::string position(std::int64_t j, const Shape& shape) {
 
 /// The IndexError for a fault the kernel reported: the value's first position is found again on the host (the
 /// error path alone pays for that).
-[[noreturn]] void throw_fault(const kernels::IndexFault& fault, const Tensor& data, const std::vector<IndexArg>& indices,
-                              bool wrap, const char* op) {
+[[noreturn]] void throw_fault(const kernels::IndexFault& fault, const Tensor& data,
+                              const std::vector<IndexArg>& indices, bool wrap, const char* op) {
   const IndexArg& ix = indices[static_cast<std::size_t>(fault.index)];
   const std::int64_t n = data.size(ix.dim), lo = wrap ? -n : 0;
   const std::vector<std::int64_t> values = ix.index.cpu().contiguous().to_vector<std::int64_t>();
@@ -53,7 +53,8 @@ std::string position(std::int64_t j, const Shape& shape) {
 
 /// The backend kernel of `device` called with `args` (the kernels here return a value, which MINIDL_ON_BACKEND
 /// does not pass on).
-template <class Cpu, class Gpu> kernels::IndexFault on_backend(Device device, Cpu&& on_cpu, Gpu&& on_gpu) {
+template <class Cpu, class Gpu>
+kernels::IndexFault on_backend(Device device, Cpu&& on_cpu, Gpu&& on_gpu) {
   if (device.is_cuda()) {
 #if MINIDL_CUDA_ENABLED
     const gpu::DeviceGuard guard(device.index());
@@ -71,8 +72,8 @@ template <class Cpu, class Gpu> kernels::IndexFault on_backend(Device device, Cp
 Tensor index_gather(const Tensor& data, const Shape& shape, const Shape& data_strides,
                     const std::vector<IndexArg>& indices, bool wrap_negative, const char* op) {
   Tensor out = empty_as(shape, data);
-  const kernels::IndexGeometry g = kernels::index_geometry(shape, data_strides, out.strides(), operands(data, indices),
-                                                           wrap_negative, op);
+  const kernels::IndexGeometry g =
+      kernels::index_geometry(shape, data_strides, out.strides(), operands(data, indices), wrap_negative, op);
   const kernels::IndexFault fault = on_backend(
       data.device(), [&] { return cpu::index_gather(g, data, out); },
       [&] {
@@ -89,8 +90,8 @@ Tensor index_gather(const Tensor& data, const Shape& shape, const Shape& data_st
 void index_scatter(const Tensor& data, const Shape& shape, const Shape& data_strides, const Tensor& values,
                    const Shape& values_strides, const std::vector<IndexArg>& indices, bool wrap_negative,
                    bool accumulate, const char* op) {
-  const kernels::IndexGeometry g = kernels::index_geometry(shape, data_strides, values_strides, operands(data, indices),
-                                                           wrap_negative, op);
+  const kernels::IndexGeometry g =
+      kernels::index_geometry(shape, data_strides, values_strides, operands(data, indices), wrap_negative, op);
   Tensor target = data;
   const kernels::IndexFault fault = on_backend(
       data.device(), [&] { return cpu::index_scatter(g, values, target, accumulate); },
@@ -120,7 +121,8 @@ void check_no_internal_overlap(const Tensor& t, const char* op, const char* arg)
   std::int64_t span = 0;
   for (const std::size_t i : order) {
     MINIDL_CHECK(t.strides()[i] > span, ValueError, op, ": '", arg, "' (shape ", shape_str(t.sizes()), ", strides ",
-                 shape_str(t.strides()), ") has elements that share memory (an expanded view); an in-place write to "
+                 shape_str(t.strides()),
+                 ") has elements that share memory (an expanded view); an in-place write to "
                  "it is not supported: clone() it first");
     span += (t.sizes()[i] - 1) * t.strides()[i];
   }

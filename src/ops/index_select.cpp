@@ -65,15 +65,17 @@ Tensor& Tensor::index_add_(std::int64_t dim, const Tensor& index, const Tensor& 
   const std::int64_t d = ops::wrap_dim(dim, this->dim(), op);
   const Shape self_shape = this->dim() == 0 ? Shape{1} : sizes();
   const Tensor src1 = source.dim() == 0 ? source.detach().reshape({1}) : source.detach();
-  MINIDL_CHECK(src1.sizes().size() == self_shape.size(), ValueError, op, ": expected 'source' to have as many "
-               "dimensions as 'self' (", this->dim(), "), found shape ", shape_str(source.sizes()));
+  MINIDL_CHECK(src1.sizes().size() == self_shape.size(), ValueError, op,
+               ": expected 'source' to have as many "
+               "dimensions as 'self' (",
+               this->dim(), "), found shape ", shape_str(source.sizes()));
   for (std::size_t i = 0; i < self_shape.size(); ++i) {
     MINIDL_CHECK(static_cast<std::int64_t>(i) == d || src1.sizes()[i] == self_shape[i], ValueError, op,
                  ": expected 'source' (shape ", shape_str(source.sizes()), ") to match 'self' (shape ",
                  shape_str(sizes()), ") in every dimension but dimension ", d, "; dimension ", i, " differs");
   }
-  MINIDL_CHECK(src1.size(d) == ix.numel(), ValueError, op, ": expected 'index' to hold source.size(", d, ") = ",
-               src1.size(d), " elements, found ", ix.numel());
+  MINIDL_CHECK(src1.size(d) == ix.numel(), ValueError, op, ": expected 'index' to hold source.size(", d,
+               ") = ", src1.size(d), " elements, found ", ix.numel());
   autograd::check_inplace_allowed(*this, op);
   ops::check_no_internal_overlap(*this, op, "self");
   const double a = alpha.to_double();
@@ -101,8 +103,7 @@ Tensor& Tensor::index_add_(std::int64_t dim, const Tensor& index, const Tensor& 
   return *this;
 }
 
-Tensor index_add(const Tensor& self, std::int64_t dim, const Tensor& index, const Tensor& source,
-                 const Scalar& alpha) {
+Tensor index_add(const Tensor& self, std::int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
   ops::check_defined(self, "index_add", "self");
   return self.clone().index_add_(dim, index, source, alpha);
 }

@@ -53,8 +53,10 @@ std::int64_t add_tensor_index(const Tensor& x, std::int64_t dim, const Tensor& t
     for (std::int64_t j = 0; j < t.dim(); ++j) out.push_back({dim + j, coords.select(1, j)});
     return t.dim();
   }
-  MINIDL_CHECK(t.dtype() == kInt64 || t.dtype() == kInt32, IndexError, op, ": tensors used as indices must be int64, "
-               "int32, bool or uint8 tensors, found ", t.dtype());
+  MINIDL_CHECK(t.dtype() == kInt64 || t.dtype() == kInt32, IndexError, op,
+               ": tensors used as indices must be int64, "
+               "int32, bool or uint8 tensors, found ",
+               t.dtype());
   MINIDL_CHECK(dim < x.dim(), IndexError, op, ": too many indices for tensor of dimension ", x.dim());
   out.push_back({dim, t.detach().to(x.device()).to(kInt64)});
   return 1;
@@ -81,8 +83,8 @@ Indexed apply_indices(const Tensor& self, const std::vector<TensorIndex>& indice
       ellipsis = true;
     }
   }
-  MINIDL_CHECK(consumed <= self.dim(), IndexError, op, ": too many indices for tensor of dimension ", self.dim(),
-               " (", consumed, " dims indexed)");
+  MINIDL_CHECK(consumed <= self.dim(), IndexError, op, ": too many indices for tensor of dimension ", self.dim(), " (",
+               consumed, " dims indexed)");
   Indexed r{self, {}};
   std::int64_t dim = 0;
   for (const TensorIndex& e : indices) {
@@ -159,8 +161,10 @@ Access advanced_access(const Tensor& x, const std::vector<Positioned>& tensors, 
     for (std::size_t i = 0; i < n; ++i) {
       const std::int64_t da = i < n - b.size() ? 1 : b[i - (n - b.size())];
       const std::int64_t db = i < n - s.size() ? 1 : s[i - (n - s.size())];
-      MINIDL_CHECK(da == db || da == 1 || db == 1, IndexError, op, ": shape mismatch: the index tensors cannot be "
-                   "broadcast together (shape ", shape_str(b), " against indices[", k, "] of shape ", shape_str(s), ")");
+      MINIDL_CHECK(da == db || da == 1 || db == 1, IndexError, op,
+                   ": shape mismatch: the index tensors cannot be "
+                   "broadcast together (shape ",
+                   shape_str(b), " against indices[", k, "] of shape ", shape_str(s), ")");
       out[i] = da == 1 ? db : da;
     }
     b = out;

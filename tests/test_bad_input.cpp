@@ -129,7 +129,9 @@ TEST(BadInput, IndexSelect) {
   const Tensor a = rf({4, 3});
   EXPECT_ERROR(TypeError, index_select(a, 0, rf({2})), "index_select", "'index'", "int64", "float32");
   EXPECT_ERROR(ValueError, index_select(a, 0, ri({2, 2}, 4)), "index_select", "at most one dimension", "[2, 2]");
-  EXPECT_ERROR(ValueError, index_select(rf({}), 0, ri({1}, 1)), "index_select", "0-d");
+  // A 0-d self is one element along dim 0, as in PyTorch.
+  EXPECT_ERROR(IndexError, index_select(rf({}), 0, from_vector<std::int64_t>({1}, {1})), "index_select", "index[0] = 1",
+               "size 1");
   EXPECT_ERROR(IndexError, index_select(a, 0, from_vector<std::int64_t>({1, 7}, {2})), "index_select", "index[1] = 7",
                "size 4");
   EXPECT_ERROR(IndexError, index_select(a, 1, from_vector<std::int64_t>({-1}, {1})), "index[0] = -1", "size 3");

@@ -6,6 +6,7 @@
 #include <functional>
 #include <initializer_list>
 #include <memory>
+#include <optional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -25,6 +26,7 @@ std::int64_t shape_numel(const Shape& s);
 class Storage;
 class TensorImpl;
 namespace autograd { class Node; }
+namespace indexing { class TensorIndex; }
 
 class Tensor {
  public:
@@ -119,6 +121,31 @@ class Tensor {
   Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
   Tensor& mul_(const Scalar& value);
   Tensor& add_(const Scalar& value);
+
+  // ---- Indexing (include/minidl/indexing.h says what each does; src/ops/indexing.cpp, gather_scatter.cpp,
+  // index_select.cpp). Call them with minidl/indexing.h included (minidl.h does).
+  Tensor index(std::initializer_list<indexing::TensorIndex> indices) const;
+  Tensor index(const std::vector<indexing::TensorIndex>& indices) const;
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Tensor& values);
+  Tensor& index_put_(std::initializer_list<indexing::TensorIndex> indices, const Scalar& value);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Tensor& values);
+  Tensor& index_put_(const std::vector<indexing::TensorIndex>& indices, const Scalar& value);
+  /// One index tensor (or an undefined one: the whole dim) per leading dim, as PyTorch's index_put_.
+  Tensor& index_put_(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false);
+  Tensor index_put(const std::vector<Tensor>& indices, const Tensor& values, bool accumulate = false) const;
+  Tensor gather(std::int64_t dim, const Tensor& index, bool sparse_grad = false) const;
+  Tensor scatter(std::int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor scatter(std::int64_t dim, const Tensor& index, const Scalar& value) const;
+  Tensor& scatter_(std::int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor& scatter_(std::int64_t dim, const Tensor& index, const Scalar& value);
+  Tensor scatter_add(std::int64_t dim, const Tensor& index, const Tensor& src) const;
+  Tensor& scatter_add_(std::int64_t dim, const Tensor& index, const Tensor& src);
+  Tensor index_add(std::int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1) const;
+  Tensor& index_add_(std::int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha = 1);
+  Tensor index_select(std::int64_t dim, const Tensor& index) const;
+  Tensor masked_select(const Tensor& mask) const;
+  Tensor nonzero() const;
+  Tensor take_along_dim(const Tensor& indices, std::optional<std::int64_t> dim = std::nullopt) const;
 
   // Autograd.
   bool requires_grad() const;

@@ -16,6 +16,7 @@
 
 #include "kernels/dispatch_types.h"
 #include "kernels/elementwise.h"
+#include "kernels/index_geometry.h"
 #include "kernels/optim_update.h"
 #include "kernels/params.h"
 #include "minidl/config.h"
@@ -84,19 +85,33 @@
                               double smoothing, bool from_logits, double scale, Tensor& dx);
 
 // ---- gather: src/cpu/gather.cpp, src/cuda/gather.cu ------------------------------------------------------
-// Row gather and scatter-add along the middle dimension of an (outer, n, inner) view: the kernels behind
-// index_select and its backward. `index` is int64 with k elements.
+// The indexed accesses of kernels/index_geometry.h, behind gather, scatter, index_select, index_add, x.index(...),
+// index_put_ and their backward rules, and nonzero. The geometry carries every operand's strides, so data, out
+// and values may be any views; its index pointers are int64 on the tensors' device.
 #define MINIDL_GATHER_KERNELS                                                                                        \
-  /* out (outer, k, inner)[o, j, i] = src (outer, n, inner)[o, index[j], i]; every index must lie in [0, n). */      \
+  /* out[other(i)] = data[data(i)] for every element i of g; data and out of one dtype (any). An element whose */    \
+  /* index is out of range is skipped and the first found returned. On CUDA that answer is read back after the */    \
+  /* kernel, which waits for the stream, except while a CUDA graph is being captured (then nothing is reported). */  \
+  kernels::IndexFault index_gather(const kernels::IndexGeometry& g, const Tensor& data, Tensor& out);               \
+  /* data[data(i)] = values[other(i)] (accumulate: +=, bool: or) for every element i; faults as index_gather. */     \
+  /* CPU: the elements that reach one element of data are applied in the row-major order of i (deterministic; */     \
+  /* without accumulate the last one wins). CUDA: accumulating floating values uses atomics, so their sums depend */ \
+  /* on the order the threads run, unless deterministic(): then a stable sort by destination makes each */           \
+  /* sum in the CPU's order (several passes); integral sums are exact either way. Without accumulate one of */       \
+  /* several values written to one element wins, which one is unspecified. */                                        \
+  kernels::IndexFault index_scatter(const kernels::IndexGeometry& g, const Tensor& values, Tensor& data,            \
+                                    bool accumulate);                                                                \
+  /* out (outer, k, inner)[o, j, i] = src (outer, n, inner)[o, index[j], i] for contiguous src and out and an */     \
+  /* int64 index of k elements, every one in [0, n) (unchecked: the data loader's gathers). */                       \
   void index_select(const Tensor& src, const Tensor& index, Tensor& out, std::int64_t outer, std::int64_t n,         \
                     std::int64_t inner);                                                                             \
-  /* dst (outer, n, inner)[o, index[j], i] += src (outer, k, inner)[o, j, i], repeated rows summed in the order */   \
-  /* of j (deterministic: no atomics); every index must lie in [0, n). Floating dtypes only. */                      \
-  void index_add(const Tensor& src, const Tensor& index, Tensor& dst, std::int64_t outer, std::int64_t n,            \
-                 std::int64_t inner);                                                                                \
   /* The smallest position j with index[j] outside [0, n), or -1 when all are in range. On CUDA this reads */        \
   /* the answer back, so it waits for the stream. */                                                                 \
-  std::int64_t first_out_of_range(const Tensor& index, std::int64_t n);
+  std::int64_t first_out_of_range(const Tensor& index, std::int64_t n);                                              \
+  /* The number of nonzero elements of a contiguous x (NaN counts); on CUDA read back (waits for the stream). */     \
+  std::int64_t count_nonzero(const Tensor& x);                                                                       \
+  /* out (count_nonzero(x), x.dim()) int64 = the coordinates of x's nonzero elements in row-major order. */          \
+  void nonzero(const Tensor& x, Tensor& out);
 
 // ---- optimizer: src/cpu/optim_kernels.cpp, src/cuda/optim_kernels.cu ------------------------------------
 // The update rules of kernels/optim_update.h applied to every slot of a step. The CPU updates each parameter in

@@ -1,81 +1,118 @@
-// index_select and its backward (an index_add into zeros). Each is the other's derivative, so gradients of
-// any order come from the same two kernels (kernels/gather.h).
+// index_select and index_add: a 1-d index along one dim, broadcast over the others (ops/index_access.h). Each is
+// the other's derivative (index_select's gradient is an index_add into zeros, index_add's source gradient an
+// index_select), so gradients of any order come from the same two accesses. index_add is the in-place op and a
+// clone; the backward rule is recorded by the in-place op.
+#include "autograd/inplace.h"
 #include "minidl/indexing.h"
-
-#include "kernels/backend.h"
+#include "ops/index_access.h"
 #include "ops/op_utils.h"
 
 namespace minidl {
 namespace {
 
-struct Layout {
-  std::int64_t outer, n, inner;
-};
+using autograd::SavedTensor;
 
-Layout layout_of(const Shape& shape, std::int64_t dim) {
-  const auto d = static_cast<std::size_t>(dim);
-  return {ops::prod(shape, 0, d), shape[d], ops::prod(shape, d + 1, shape.size())};
+Tensor checked_index(const Tensor& self, const Tensor& index, const char* op) {
+  ops::check_defined(self, op, "self");
+  const Tensor ix = ops::index_operand(index, self.device(), true, op, "index");
+  MINIDL_CHECK(ix.dim() <= 1, ValueError, op, ": expected 'index' with at most one dimension, found shape ",
+               shape_str(ix.sizes()));
+  return ix;
 }
 
-Tensor select_unchecked(const Tensor& self, std::int64_t dim, const Tensor& index);
-
-// Zeros of `shape` with the slices of `src` (index.numel() of them along dim) summed into rows index[j].
-Tensor index_add_into_zeros(const Shape& shape, std::int64_t dim, const Tensor& index, const Tensor& src) {
-  Tensor dst = zeros(shape, TensorOptions(src.dtype()).device(src.device()));
-  const Layout l = layout_of(shape, dim);
-  MINIDL_ON_BACKEND(src.device(), index_add(src, index, dst, l.outer, l.n, l.inner));
-  autograd::SavedTensor saved(index, "IndexAddBackward");
-  return autograd::record(dst, "IndexAddBackward", {src}, [dim, saved](const Tensor& g) {
-    return std::vector<Tensor>{select_unchecked(g, dim, saved.get())};
-  });
+/// The index's strides over an iteration space of `ndim` dims: it walks `dim` alone.
+Shape along(const Tensor& index, std::size_t ndim, std::int64_t dim) {
+  Shape s(ndim, 0);
+  if (index.dim() == 1) s[static_cast<std::size_t>(dim)] = index.stride(0);
+  return s;
 }
 
-// The forward once the arguments are known to be valid (the backward of index_add reuses an index that
-// was checked when it was first selected with, and SavedTensor guarantees it has not changed since).
 Tensor select_unchecked(const Tensor& self, std::int64_t dim, const Tensor& index) {
+  if (self.dim() == 0) {
+    const Tensor out = select_unchecked(self.reshape({1}), 0, index);
+    return index.numel() == 1 ? out.reshape({}) : out;
+  }
   Shape out_shape = self.sizes();
   out_shape[static_cast<std::size_t>(dim)] = index.numel();
-  Tensor out = ops::empty_as(out_shape, self);
-  const Layout l = layout_of(self.sizes(), dim);
-  MINIDL_ON_BACKEND(self.device(), index_select(self, index, out, l.outer, l.n, l.inner));
-  if (!is_floating_point(self.dtype())) return out;
-  autograd::SavedTensor saved(index, "IndexSelectBackward");
+  Tensor out = ops::index_gather(self, out_shape, ops::strides_without(self, dim),
+                                 {{index, along(index, out_shape.size(), dim), dim, "index"}}, false, "index_select");
+  const SavedTensor saved(index, "IndexSelectBackward");
   const Shape in_shape = self.sizes();
   return autograd::record(out, "IndexSelectBackward", {self}, [in_shape, dim, saved](const Tensor& g) {
-    return std::vector<Tensor>{index_add_into_zeros(in_shape, dim, saved.get(), g)};
+    Tensor dself = zeros(in_shape, TensorOptions(g.dtype()).device(g.device()));
+    dself.index_add_(dim, saved.get(), g);
+    return std::vector<Tensor>{dself};
   });
 }
 
 }  // namespace
 
 Tensor index_select(const Tensor& self, std::int64_t dim, const Tensor& index) {
-  ops::check_defined(self, "index_select", "self");
-  ops::check_defined(index, "index_select", "index");
-  MINIDL_CHECK(self.dim() >= 1, ValueError, "index_select: expected 'self' to have at least one dimension, found a ",
-               "0-d tensor");
-  MINIDL_CHECK(index.dtype() == kInt64, TypeError, "index_select: expected 'index' of dtype int64, found ",
-               index.dtype());
-  MINIDL_CHECK(index.dim() <= 1, ValueError, "index_select: expected 'index' with at most one dimension, found shape ",
-               shape_str(index.sizes()));
-  MINIDL_CHECK(index.device() == self.device(), TypeError, "index_select: expected 'index' on the device of 'self' (",
-               self.device(), "), found ", index.device());
-  const std::int64_t d = ops::wrap_dim(dim, self.dim(), "index_select");
-  const std::int64_t n = self.size(d);
-  std::int64_t bad = -1;
-  if (self.is_cuda()) {
-#if MINIDL_CUDA_ENABLED
-    gpu::DeviceGuard guard(self.device().index());
-    bad = gpu::first_out_of_range(index, n);
-#endif
-  } else {
-    bad = cpu::first_out_of_range(index, n);
+  const Tensor ix = checked_index(self, index, "index_select");
+  return select_unchecked(self, ops::wrap_dim(dim, self.dim(), "index_select"), ix);
+}
+
+Tensor& Tensor::index_add_(std::int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
+  const char* op = "index_add_";
+  const Tensor ix = checked_index(*this, index, op);
+  ops::check_defined(source, op, "source");
+  MINIDL_CHECK(source.dtype() == dtype(), TypeError, op, ": expected 'source' of the dtype of 'self' (", dtype(),
+               "), found ", source.dtype());
+  MINIDL_CHECK(source.device() == device(), TypeError, op, ": expected 'source' on the device of 'self' (", device(),
+               "), found ", source.device());
+  MINIDL_CHECK(!alpha.is_floating_point() || is_floating_point(), TypeError, op, ": a floating 'alpha' (",
+               alpha.to_double(), ") for a tensor of dtype ", dtype(), " (integral tensors take an integral alpha)");
+  const std::int64_t d = ops::wrap_dim(dim, this->dim(), op);
+  const Shape self_shape = this->dim() == 0 ? Shape{1} : sizes();
+  const Tensor src1 = source.dim() == 0 ? source.detach().reshape({1}) : source.detach();
+  MINIDL_CHECK(src1.sizes().size() == self_shape.size(), ValueError, op,
+               ": expected 'source' to have as many "
+               "dimensions as 'self' (",
+               this->dim(), "), found shape ", shape_str(source.sizes()));
+  for (std::size_t i = 0; i < self_shape.size(); ++i) {
+    MINIDL_CHECK(static_cast<std::int64_t>(i) == d || src1.sizes()[i] == self_shape[i], ValueError, op,
+                 ": expected 'source' (shape ", shape_str(source.sizes()), ") to match 'self' (shape ",
+                 shape_str(sizes()), ") in every dimension but dimension ", d, "; dimension ", i, " differs");
   }
-  if (bad >= 0) {
-    const std::int64_t value = index.reshape({-1}).to_vector<std::int64_t>()[static_cast<std::size_t>(bad)];
-    throw IndexError(detail::str("index_select: index[", bad, "] = ", value, " is out of range for dimension ", d,
-                                 " of size ", n, " (self has shape ", shape_str(self.sizes()), ")"));
+  MINIDL_CHECK(src1.size(d) == ix.numel(), ValueError, op, ": expected 'index' to hold source.size(", d,
+               ") = ", src1.size(d), " elements, found ", ix.numel());
+  autograd::check_inplace_allowed(*this, op);
+  ops::check_no_internal_overlap(*this, op, "self");
+  const double a = alpha.to_double();
+  Tensor values = src1;
+  if (a != 1.0) {
+    const NoGradGuard no_grad;
+    values = mul(src1, alpha).to(dtype());
   }
-  return select_unchecked(ops::dense(self), d, ops::dense(index));
+  // No alias of self may exist while the record checks that self's storage is its own.
+  const autograd::InplaceRecord rec(*this, op, "IndexAdd_Backward", {source});
+  const Tensor data = this->dim() == 0 ? detach().reshape({1}) : *this;
+  ops::index_scatter(data, values.sizes(), ops::strides_without(data, d), values, values.strides(),
+                     {{ix, along(ix, values.sizes().size(), d), d, "index"}}, false, true, op);
+  autograd::bump_version(*this);
+  const SavedTensor saved(ix, "IndexAdd_Backward");
+  const bool source_grad = source.requires_grad();
+  rec.finish(*this, [=](const Tensor& g) {
+    Tensor g_source;
+    if (source_grad) {
+      g_source = minidl::index_select(g, d, saved.get());
+      if (a != 1.0) g_source = mul(g_source, a);
+    }
+    return std::vector<Tensor>{g, g_source};
+  });
+  return *this;
+}
+
+Tensor index_add(const Tensor& self, std::int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) {
+  ops::check_defined(self, "index_add", "self");
+  return self.clone().index_add_(dim, index, source, alpha);
+}
+
+Tensor Tensor::index_add(std::int64_t dim, const Tensor& index, const Tensor& source, const Scalar& alpha) const {
+  return minidl::index_add(*this, dim, index, source, alpha);
+}
+Tensor Tensor::index_select(std::int64_t dim, const Tensor& index) const {
+  return minidl::index_select(*this, dim, index);
 }
 
 }  // namespace minidl

@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
@@ -1105,6 +1106,14 @@ TEST(JoiningErrors, TrilWhereMaskedFill) {
       },
       {"masked_fill", "bool 'mask'", "uint8"}, "uint8 mask");
   expect_error<ValueError>([&] { x.masked_fill(zeros({3, 3}, kBool), 1); }, {"masked_fill", "broadcast"}, "mask shape");
+  expect_error<ValueError>([&] { x.to(kUInt8).masked_fill(m, 300); }, {"masked_fill", "300", "uint8", "overflow"},
+                           "value beyond uint8");
+  expect_error<ValueError>([&] { x.to(kHalf).masked_fill(m, 1e5); }, {"masked_fill", "float16", "overflow"},
+                           "value beyond float16");
+  expect_error<ValueError>([&] { Tensor i = x.to(kInt32); i.masked_fill_(m, 3e9); }, {"masked_fill_", "int32"},
+                           "value beyond int32");
+  EXPECT_NO_THROW(x.to(kHalf).masked_fill(m, -std::numeric_limits<double>::infinity()));
+  EXPECT_NO_THROW(x.to(kInt64).masked_fill(m, std::numeric_limits<std::int64_t>::max()));
   expect_error<ValueError>([&] { x.masked_fill(m, zeros({1})); }, {"masked_fill", "0-dimensional", "[1]"}, "1-d value");
   Tensor y = zeros({3});
   expect_error<ValueError>(

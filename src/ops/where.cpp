@@ -2,6 +2,9 @@
 // value, self) with the value as a 0-d tensor in self's dtype, which the kernel reads as one element. Gradients go
 // through the mask: where(cond, g, 0) to the chosen side, where(cond, 0, g) to the other, summed back to each
 // operand's shape.
+#include <cmath>
+#include <limits>
+
 #include "autograd/inplace.h"
 #include "minidl/joining.h"
 #include "ops/op_utils.h"
@@ -66,6 +69,26 @@ Tensor fill_value(const Tensor& self, const Tensor& value, const char* op) {
   return v.dtype() == self.dtype() ? v : v.to(self.dtype());
 }
 
+/// PyTorch's checked conversion of masked_fill's value: ValueError when it lies outside the range of self's dtype
+/// (infinities and NaN pass into floating dtypes, bool takes anything, uint8 takes down to -255 and wraps).
+void check_fits(const Scalar& value, DType dtype, const char* op) {
+  double lo = 0, hi = 0;
+  switch (dtype) {
+    case kBool: return;
+    case kFloat32: lo = -std::numeric_limits<float>::max(), hi = std::numeric_limits<float>::max(); break;
+    case kFloat64: return;
+    case kBFloat16: lo = -3.3895313892515355e38, hi = 3.3895313892515355e38; break;
+    case kFloat16: lo = -65504.0, hi = 65504.0; break;
+    case kInt64: lo = -9.2233720368547758e18, hi = 9.2233720368547758e18; break;
+    case kInt32: lo = std::numeric_limits<std::int32_t>::min(), hi = std::numeric_limits<std::int32_t>::max(); break;
+    case kUInt8: lo = -255, hi = 255; break;  // negative values wrap, as in c10::overflows
+  }
+  const double v = value.to_double();
+  const bool fits = !std::isfinite(v) ? is_floating_point(dtype) && !value.is_integral(true)
+                                      : (dtype == kInt64 && value.is_integral(true)) || (v >= lo && v <= hi);
+  MINIDL_CHECK(fits, ValueError, op, ": value ", v, " cannot be converted to ", dtype, " without overflow");
+}
+
 /// The dtype of where's result for two Scalars: the higher of their kinds, as bool, int64 or float32.
 DType scalar_pair_type(const Scalar& a, const Scalar& b) {
   if (a.is_floating_point() || b.is_floating_point()) return kFloat32;
@@ -118,6 +141,7 @@ Tensor where(const Tensor& condition, const Scalar& self, const Scalar& other) {
 
 Tensor masked_fill(const Tensor& self, const Tensor& mask_in, const Scalar& value) {
   const Tensor mask = check_mask(self, mask_in, "masked_fill");
+  check_fits(value, self.dtype(), "masked_fill");
   const Tensor v = full({}, value, TensorOptions(self.dtype()).device(self.device()));
   Tensor out = choose(mask, v, self, broadcast_shapes(self.sizes(), mask.sizes(), "masked_fill"));
   const SavedTensor saved(mask, "masked_fill");
@@ -180,6 +204,7 @@ Tensor& masked_fill_inplace(Tensor& self, const Tensor& mask_in, const Tensor& v
 
 Tensor& Tensor::masked_fill_(const Tensor& mask, const Scalar& value) {
   ops::check_defined(*this, "masked_fill_", "self");
+  check_fits(value, dtype(), "masked_fill_");
   return masked_fill_inplace(*this, mask, full({}, value, TensorOptions(dtype()).device(device())), Tensor());
 }
 

@@ -445,9 +445,20 @@ TEST(Joining, WhereEveryDTypeBroadcastAndLayout) {
       expect_equal(a.where(c, b), ref_where(Host(c), Host(a), Host(b), {3, 4}).tensor(dt), what + " (method)");
     }
     // Every broadcast, one-element operands (0-d and [1, 1]) on either side.
-    const std::vector<std::vector<Shape>> shapes{
-        {{3, 1}, {1, 4}, {3, 4}}, {{4}, {3, 4}, {}}, {{3, 4}, {}, {1, 1}}, {{}, {3, 4}, {3, 4}},
-        {{2, 1, 4}, {3, 1}, {4}}, {{}, {}, {}},      {{0, 4}, {4}, {}},    {{3, 4}, {1}, {3, 4}}};
+    const std::vector<std::vector<Shape>> shapes{{{3, 1}, {1, 4}, {3, 4}},
+                                                 {{4}, {3, 4}, {}},
+                                                 {{3, 4}, {}, {1, 1}},
+                                                 {{}, {3, 4}, {3, 4}},
+                                                 {{2, 1, 4}, {3, 1}, {4}},
+                                                 {{}, {}, {}},
+                                                 {{0, 4}, {4}, {}},
+                                                 {{3, 4}, {1}, {3, 4}},
+                                                 // blocks of at least 1024 repeated along the leading dims (the rows
+                                                 // form), of one period and (the strided form) of two
+                                                 {{32, 64}, {3, 32, 64}, {}},
+                                                 {{3, 32, 64}, {1, 32, 64}, {32, 64}},
+                                                 {{7, 1029}, {1029}, {7, 1029}},
+                                                 {{2, 3, 1024}, {3, 1024}, {1024}}};
     for (const auto& s : shapes) {
       const Tensor c = random_of(s[0], kBool), a = random_of(s[1], dt), b = random_of(s[2], dt);
       const Shape out = broadcast_shapes(broadcast_shapes(s[0], s[1], "test"), s[2], "test");
@@ -821,9 +832,20 @@ TEST(JoiningGpu, WhereAndMaskedFillEveryPath) {
   for (DType dt : kAllDTypes) {
     // Flat (all of out's shape), one-element a, b or both, and strided operands; odd sizes leave a tail after the
     // 16-byte packs, an offset view has none.
-    const std::vector<std::vector<Shape>> shapes{
-        {{1001}, {1001}, {1001}}, {{1001}, {}, {1001}}, {{1001}, {1001}, {1}}, {{1001}, {}, {}},
-        {{7, 1}, {1, 9}, {7, 9}}, {{0}, {0}, {}},       {{}, {}, {}},          {{3, 1, 5}, {4, 1}, {5}}};
+    const std::vector<std::vector<Shape>> shapes{{{1001}, {1001}, {1001}},
+                                                 {{1001}, {}, {1001}},
+                                                 {{1001}, {1001}, {1}},
+                                                 {{1001}, {}, {}},
+                                                 {{7, 1}, {1, 9}, {7, 9}},
+                                                 {{0}, {0}, {}},
+                                                 {{}, {}, {}},
+                                                 {{3, 1, 5}, {4, 1}, {5}},
+                                                 // the rows form, packed and not, and the strided form for two periods
+                                                 {{32, 64}, {3, 32, 64}, {}},
+                                                 {{3, 32, 64}, {1, 32, 64}, {32, 64}},
+                                                 {{7, 1029}, {1029}, {7, 1029}},
+                                                 {{2, 3, 1024}, {3, 1024}, {1024}},
+                                                 {{5, 1030}, {}, {1030}}};
     for (const auto& s : shapes) {
       expect_gpu_matches(what_of("where " + shape_str(s[0]) + shape_str(s[1]) + shape_str(s[2]), dt, s[0]),
                          [](const std::vector<Tensor>& in) { return where(in[0], in[1], in[2]); },
@@ -847,9 +869,11 @@ TEST(JoiningGpu, WhereAndMaskedFillEveryPath) {
                          {l.make({33, 17}, kBool)});
     }
     // An attention-style mask broadcast over the batch, a 0-d CPU value with CUDA operands.
-    expect_gpu_matches(what_of("masked_fill broadcast mask", dt, {2, 3, 8, 8}),
-                       [](const std::vector<Tensor>& in) { return in[0].masked_fill(in[1], 0); },
-                       {random_of({2, 3, 8, 8}, dt), random_of({8, 8}, kBool).triu(1)});
+    for (std::int64_t t : {8, 32, 40}) {
+      expect_gpu_matches(what_of("masked_fill broadcast mask", dt, {2, 3, t, t}),
+                         [](const std::vector<Tensor>& in) { return in[0].masked_fill(in[1], 0); },
+                         {random_of({2, 3, t, t}, dt), random_of({t, t}, kBool).triu(1)});
+    }
     const Tensor c = random_of({5}, kBool).cuda(), a = random_of({5}, dt).cuda(), v = random_of({}, dt);
     expect_equal(where(c, a, v), where(c.cpu(), a.cpu(), v), what_of("where with a 0-d CPU operand", dt, {5}));
     expect_equal(masked_fill(a, c, v), masked_fill(a.cpu(), c.cpu(), v), what_of("masked_fill CPU value", dt, {5}));
@@ -1110,8 +1134,12 @@ TEST(JoiningErrors, TrilWhereMaskedFill) {
                            "value beyond uint8");
   expect_error<ValueError>([&] { x.to(kHalf).masked_fill(m, 1e5); }, {"masked_fill", "float16", "overflow"},
                            "value beyond float16");
-  expect_error<ValueError>([&] { Tensor i = x.to(kInt32); i.masked_fill_(m, 3e9); }, {"masked_fill_", "int32"},
-                           "value beyond int32");
+  expect_error<ValueError>(
+      [&] {
+        Tensor i = x.to(kInt32);
+        i.masked_fill_(m, 3e9);
+      },
+      {"masked_fill_", "int32"}, "value beyond int32");
   EXPECT_NO_THROW(x.to(kHalf).masked_fill(m, -std::numeric_limits<double>::infinity()));
   EXPECT_NO_THROW(x.to(kInt64).masked_fill(m, std::numeric_limits<std::int64_t>::max()));
   expect_error<ValueError>([&] { x.masked_fill(m, zeros({1})); }, {"masked_fill", "0-dimensional", "[1]"}, "1-d value");

@@ -1,5 +1,5 @@
-// CPU where (see kernels/backend.h): the selection of kernels/where.h over the library's thread pool, flat for
-// contiguous operands, through a StridedIndex otherwise.
+// CPU where (see kernels/backend.h): the selection of kernels/where.h over the library's thread pool, in the
+// flat, rows or StridedIndex form that kernels::run_where picks.
 #include "cpu/cpu_clones.h"
 #include "cpu/parallel.h"
 #include "kernels/backend.h"
@@ -29,6 +29,13 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out) {
         [&](T* po, auto f, const auto*... in) {
           parallel_for(n, kSelectCost,
                        [&](std::int64_t begin, std::int64_t end) { map_range(po, f, begin, end, in...); });
+        },
+        [&](T* po, std::int64_t rows, std::int64_t cols, auto f, auto... in) {
+          parallel_for(rows, static_cast<double>(cols) * kSelectCost, [&](std::int64_t begin, std::int64_t end) {
+            for (std::int64_t r = begin; r < end; ++r) {
+              map_range(po + r * cols, f, 0, cols, in.p + r * in.row_stride...);
+            }
+          });
         },
         [&](T* po, const auto& si, auto f, const bool* pc, const T* pa, const T* pb) {
           parallel_for(n, kStridedCost, [&](std::int64_t begin, std::int64_t end) {

@@ -1,10 +1,9 @@
 // CUDA cat (see kernels/backend.h). Element types do not matter to a copy, so every input is moved as words of the
 // widest access (16, 8, 4, 2 or 1 bytes) that its row length and stride, its column in out's rows and both
-// addresses allow;
-// the inputs of one width go in batches of up to kCatBatch per launch. A block copies kCatBlockWords consecutive
-// words of one input: the blocks are numbered across the batch's inputs in proportion to their sizes, so one large
-// input and many small ones keep the device equally busy, and a thread loads all its words before it stores any.
-// On gpu::stream(), without synchronising.
+// addresses allow; the inputs of one width go in batches of up to kCatBatch per launch. A block copies
+// kCatBlockWords consecutive words of one input: the blocks are numbered across the batch's inputs in proportion to
+// their sizes, so one large input and many small ones keep the device equally busy, and a thread loads all its
+// words before it stores any. On gpu::stream(), without synchronising.
 #include <algorithm>
 #include <limits>
 

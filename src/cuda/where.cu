@@ -1,5 +1,6 @@
-// CUDA where (see kernels/backend.h): the selection of kernels/where.h through the elementwise map kernels of
-// cuda/launch.cuh (16-byte packs for contiguous operands, a StridedIndex otherwise), on gpu::stream().
+// CUDA where (see kernels/backend.h): the selection of kernels/where.h in the form kernels::run_where picks: the
+// elementwise map kernels of cuda/launch.cuh (16-byte packs for contiguous operands, a StridedIndex otherwise) and
+// a rows kernel for blocks repeated along the leading dims; on gpu::stream().
 #include "cuda/launch.cuh"
 #include "kernels/backend.h"
 #include "kernels/dispatch_types.h"
@@ -7,6 +8,38 @@
 
 namespace minidl {
 namespace gpu {
+namespace {
+
+/// The rows form of where: y is rows x cols; operand k's row r starts at in_k.p + r * in_k.row_stride. Blocks
+/// stride over the rows (grid.y) and the packs of a row (grid.x), so no thread divides; 16-byte packs when every
+/// row of every operand starts aligned (the host checks), else element by element.
+template <class T, class F, class... In>
+__global__ void rows_map_kernel(T* y, i64 rows, i64 cols, i64 packs, F f, kernels::RowOperand<In>... in) {
+  constexpr int k = Pack<T>::size;
+  const i64 first = blockIdx.x * static_cast<i64>(blockDim.x) + threadIdx.x;
+  const i64 step = static_cast<i64>(blockDim.x) * gridDim.x;
+  for (i64 r = blockIdx.y; r < rows; r += gridDim.y) {
+    T* yr = y + r * cols;
+    for (i64 p = first; p < packs; p += step) {
+      store_wide(yr + p * k, map_pack<T>(f, load_wide<k>(in.p + r * in.row_stride + p * k)...));
+    }
+    for (i64 i = packs * k + first; i < cols; i += step) yr[i] = f(in.p[r * in.row_stride + i]...);
+  }
+}
+
+template <class T, class F, class... In>
+void launch_rows_map(T* y, i64 rows, i64 cols, const F& f, const kernels::RowOperand<In>&... in) {
+  constexpr int k = Pack<T>::size;
+  // Every row of every operand starts aligned when the bases are and a row is a whole number of packs (whose
+  // narrowest operand, bool, then also steps by a multiple of its access width).
+  const bool packed = cols % k == 0 && is_aligned(y, 16) && (is_aligned(in.p, 16) && ...);
+  const i64 packs = packed ? cols / k : 0;
+  const dim3 grid(blocks_for(packed ? packs : cols), static_cast<unsigned int>(std::min<i64>(rows, 65535)));
+  rows_map_kernel<<<grid, kThreads, 0, stream()>>>(y, rows, cols, packs, f, in...);
+  MINIDL_CUDA_KERNEL_CHECK();
+}
+
+}  // namespace
 
 void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out) {
   const i64 n = out.numel();
@@ -15,6 +48,7 @@ void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out) {
     using T = typename decltype(tag)::type;
     kernels::run_where<T>(
         cond, a, b, out, [&](T* po, auto f, const auto*... in) { launch_map(po, n, f, in...); },
+        [&](T* po, i64 rows, i64 cols, auto f, auto... in) { launch_rows_map(po, rows, cols, f, in...); },
         [&](T* po, const auto& si, auto f, const auto*... in) { launch_strided_map(po, n, si, f, in...); });
   });
 }

@@ -54,6 +54,14 @@ void expect_equal(const Tensor& actual, const Tensor& expected, const std::strin
   }
 }
 
+/// expect_equal with `actual` evaluated before `expected`: an op whose kernel failed to write its output could
+/// otherwise pass when its uninitialised output reuses memory the reference had just filled with the same values.
+#define EXPECT_SAME(actual, expected, what)          \
+  do {                                               \
+    const Tensor actual_value_ = (actual);           \
+    expect_equal(actual_value_, (expected), (what)); \
+  } while (0)
+
 // ---- a host reference: a tensor's values in row-major order with its shape --------------------------------------
 
 struct Host {
@@ -260,8 +268,8 @@ TEST(Joining, CatEveryDTypeAndLayout) {
         sc[static_cast<std::size_t>(d)] = 1;
         const Tensor a = l.make(sa, dt), b = random_of(sb, dt), c = l.make(sc, dt);
         const std::string what = what_of("cat " + l.name + " dim " + std::to_string(d), dt, sa);
-        expect_equal(cat({a, b, c}, d), ref_cat({Host(a), Host(b), Host(c)}, d).tensor(dt), what);
-        expect_equal(cat({a, b, c}, d - 3), ref_cat({Host(a), Host(b), Host(c)}, d).tensor(dt), what + " (negative)");
+        EXPECT_SAME(cat({a, b, c}, d), ref_cat({Host(a), Host(b), Host(c)}, d).tensor(dt), what);
+        EXPECT_SAME(cat({a, b, c}, d - 3), ref_cat({Host(a), Host(b), Host(c)}, d).tensor(dt), what + " (negative)");
       }
     }
   }
@@ -274,20 +282,20 @@ TEST(Joining, CatPromotesAndSkipsLegacyEmptyTensors) {
       const DType common = promote_types(da, db);
       const Tensor r = cat({a, b}, 1);
       EXPECT_EQ(r.dtype(), common) << da << " with " << db;
-      expect_equal(r, ref_cat({Host(a.to(common)), Host(b.to(common))}, 1).tensor(common),
-                   std::string("cat ") + dtype_name(da) + " with " + dtype_name(db));
+      EXPECT_SAME(r, ref_cat({Host(a.to(common)), Host(b.to(common))}, 1).tensor(common),
+                  std::string("cat ") + dtype_name(da) + " with " + dtype_name(db));
     }
   }
   const Tensor a = random_of({2, 3}, kFloat32), e = empty({0}, kInt64), f = empty({0}, kFloat64);
-  expect_equal(cat({e, a, e}, 1), a, "legacy empty tensors skipped");
+  EXPECT_SAME(cat({e, a, e}, 1), a, "legacy empty tensors skipped");
   EXPECT_EQ(cat({a, f}, -1).dtype(), kFloat64) << "a skipped tensor still takes part in promotion";
   const Tensor all_empty = cat({e, f});
   EXPECT_EQ(all_empty.sizes(), Shape{0});
   EXPECT_EQ(all_empty.dtype(), kFloat64);
   const Tensor z = random_of({0, 3}, kFloat32);
-  expect_equal(cat({z, a, z}), a, "cat of (0, 3) tensors along dim 0");
+  EXPECT_SAME(cat({z, a, z}), a, "cat of (0, 3) tensors along dim 0");
   const Tensor r = cat({a});
-  expect_equal(r, a, "cat of one tensor");
+  EXPECT_SAME(r, a, "cat of one tensor");
   EXPECT_NE(r.data_ptr(), a.data_ptr()) << "cat returns a new tensor";
   EXPECT_EQ(concat({a, a}, 1).sizes(), (Shape{2, 6}));
   EXPECT_EQ(concatenate({a, a}, 0).sizes(), (Shape{4, 3}));
@@ -302,7 +310,7 @@ TEST(Joining, CatOfManyInputsAndOfEveryRowWidth) {
       parts.push_back(random_of({3, 1 + k % 7}, dt));
       hosts.push_back(Host(parts.back()));
     }
-    expect_equal(cat(parts, 1), ref_cat(hosts, 1).tensor(dt), what_of("cat of 130", dt, {3, 0}));
+    EXPECT_SAME(cat(parts, 1), ref_cat(hosts, 1).tensor(dt), what_of("cat of 130", dt, {3, 0}));
   }
 }
 
@@ -315,9 +323,10 @@ TEST(Joining, StackEveryDType) {
         const std::int64_t w = d < 0 ? d + static_cast<std::int64_t>(s.size()) + 1 : d;
         ASSERT_EQ(r.dim(), static_cast<std::int64_t>(s.size()) + 1);
         EXPECT_EQ(r.size(w), 3);
+        const std::vector<Tensor> inputs{a, b, c};
         for (std::int64_t k = 0; k < 3; ++k) {
-          expect_equal(r.select(w, k), std::vector<Tensor>{a, b, c}[static_cast<std::size_t>(k)],
-                       what_of("stack dim " + std::to_string(d), dt, s));
+          EXPECT_SAME(r.select(w, k), inputs[static_cast<std::size_t>(k)],
+                      what_of("stack dim " + std::to_string(d), dt, s));
         }
       }
     }
@@ -332,24 +341,24 @@ TEST(Joining, SplitChunkUnbindGiveViews) {
     ASSERT_EQ(parts.size(), 3u);
     std::int64_t start = 0;
     for (const Tensor& p : parts) {
-      expect_equal(p, x.narrow(0, start, p.size(0)), what_of("split", dt, x.sizes()));
+      EXPECT_SAME(p, x.narrow(0, start, p.size(0)), what_of("split", dt, x.sizes()));
       EXPECT_EQ(p.data_ptr(), x.narrow(0, start, p.size(0)).data_ptr()) << "a piece is a view";
       start += p.size(0);
     }
     EXPECT_EQ(parts[2].size(0), 1);
     const std::vector<Tensor> sized = split(x, std::vector<std::int64_t>{1, 0, 3}, 1);
     ASSERT_EQ(sized.size(), 3u);
-    expect_equal(sized[0], x.narrow(1, 0, 1), "split sizes 0");
+    EXPECT_SAME(sized[0], x.narrow(1, 0, 1), "split sizes 0");
     EXPECT_EQ(sized[1].sizes(), (Shape{7, 0}));
-    expect_equal(sized[2], x.narrow(1, 1, 3), "split sizes 2");
-    expect_equal(x.split_with_sizes({4, 3})[1], x.narrow(0, 4, 3), "split_with_sizes");
+    EXPECT_SAME(sized[2], x.narrow(1, 1, 3), "split sizes 2");
+    EXPECT_SAME(x.split_with_sizes({4, 3})[1], x.narrow(0, 4, 3), "split_with_sizes");
     const std::vector<Tensor> chunks = x.chunk(3, -1);  // size 4 in chunks of 2: only two
     ASSERT_EQ(chunks.size(), 2u);
-    expect_equal(chunks[1], x.narrow(1, 2, 2), "chunk");
+    EXPECT_SAME(chunks[1], x.narrow(1, 2, 2), "chunk");
     EXPECT_EQ(chunk(x, 4).size(), 4u);  // 7 rows in chunks of 2
     const std::vector<Tensor> rows = x.unbind(1);
     ASSERT_EQ(rows.size(), 4u);
-    for (std::int64_t i = 0; i < 4; ++i) expect_equal(rows[static_cast<std::size_t>(i)], x.select(1, i), "unbind");
+    for (std::int64_t i = 0; i < 4; ++i) EXPECT_SAME(rows[static_cast<std::size_t>(i)], x.select(1, i), "unbind");
   }
   // Writes through a piece reach the input.
   Tensor x = zeros({4, 2});
@@ -368,21 +377,21 @@ TEST(Joining, FlipRollEveryDTypeAndLayout) {
     for (const Layout& l : layouts()) {
       const Tensor x = l.make({3, 4, 5}, dt);
       const std::string what = what_of(l.name, dt, x.sizes());
-      expect_equal(x.flip({0, 2}), ref_flip(Host(x), {0, 2}).tensor(dt), "flip " + what);
-      expect_equal(flip(x, {-1}), ref_flip(Host(x), {2}).tensor(dt), "flip(-1) " + what);
-      expect_equal(flip(x, {}), x, "flip() " + what);
-      expect_equal(x.roll({1, -7}, {0, 2}), ref_roll(Host(x), {1, -7}, {0, 2}).tensor(dt), "roll " + what);
-      expect_equal(x.roll(2, 1), ref_roll(Host(x), {2}, {1}).tensor(dt), "roll(2, 1) " + what);
-      expect_equal(roll(x, {1, 1}, {2, 2}), ref_roll(Host(x), {2}, {2}).tensor(dt), "roll twice " + what);
+      EXPECT_SAME(x.flip({0, 2}), ref_flip(Host(x), {0, 2}).tensor(dt), "flip " + what);
+      EXPECT_SAME(flip(x, {-1}), ref_flip(Host(x), {2}).tensor(dt), "flip(-1) " + what);
+      EXPECT_SAME(flip(x, {}), x, "flip() " + what);
+      EXPECT_SAME(x.roll({1, -7}, {0, 2}), ref_roll(Host(x), {1, -7}, {0, 2}).tensor(dt), "roll " + what);
+      EXPECT_SAME(x.roll(2, 1), ref_roll(Host(x), {2}, {1}).tensor(dt), "roll(2, 1) " + what);
+      EXPECT_SAME(roll(x, {1, 1}, {2, 2}), ref_roll(Host(x), {2}, {2}).tensor(dt), "roll twice " + what);
       // Without dims: the flattened tensor rolled.
       const Tensor flat = x.roll(13);
-      expect_equal(flat.reshape({-1}), ref_roll(Host(x.reshape({-1})), {13}, {0}).tensor(dt), "roll(13) " + what);
+      EXPECT_SAME(flat.reshape({-1}), ref_roll(Host(x.reshape({-1})), {13}, {0}).tensor(dt), "roll(13) " + what);
       EXPECT_EQ(flat.sizes(), x.sizes());
     }
     const Tensor s = random_of({}, dt);
-    expect_equal(s.flip({0}), s, "flip of a 0-d tensor");
-    expect_equal(s.roll(3), s, "roll of a 0-d tensor");
-    expect_equal(random_of({0, 3}, dt).roll(1, 0), zeros({0, 3}, dt), "roll of an empty tensor");
+    EXPECT_SAME(s.flip({0}), s, "flip of a 0-d tensor");
+    EXPECT_SAME(s.roll(3), s, "roll of a 0-d tensor");
+    EXPECT_SAME(random_of({0, 3}, dt).roll(1, 0), zeros({0, 3}, dt), "roll of an empty tensor");
   }
 }
 
@@ -391,27 +400,27 @@ TEST(Joining, RepeatAndRepeatInterleaveEveryDType) {
     for (const Layout& l : layouts()) {
       const Tensor x = l.make({2, 3}, dt);
       const std::string what = what_of(l.name, dt, x.sizes());
-      expect_equal(x.repeat({2, 1, 3}), ref_repeat(Host(x), {2, 1, 3}).tensor(dt), "repeat " + what);
-      expect_equal(x.repeat({1, 1}), x, "repeat ones " + what);
+      EXPECT_SAME(x.repeat({2, 1, 3}), ref_repeat(Host(x), {2, 1, 3}).tensor(dt), "repeat " + what);
+      EXPECT_SAME(x.repeat({1, 1}), x, "repeat ones " + what);
       EXPECT_NE(x.repeat({1, 1}).data_ptr(), x.data_ptr()) << "repeat copies";
       EXPECT_EQ(x.repeat({0, 2}).sizes(), (Shape{0, 6}));
-      expect_equal(x.repeat_interleave(2, 1), ref_gather(Host(x), 1, {0, 0, 1, 1, 2, 2}).tensor(dt),
-                   "repeat_interleave(2, 1) " + what);
-      expect_equal(repeat_interleave(x, 2),
-                   ref_gather(Host(x.reshape({-1})), 0, {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5}).tensor(dt),
-                   "repeat_interleave(2) " + what);
+      EXPECT_SAME(x.repeat_interleave(2, 1), ref_gather(Host(x), 1, {0, 0, 1, 1, 2, 2}).tensor(dt),
+                  "repeat_interleave(2, 1) " + what);
+      EXPECT_SAME(repeat_interleave(x, 2),
+                  ref_gather(Host(x.reshape({-1})), 0, {0, 0, 1, 1, 2, 2, 3, 3, 4, 4, 5, 5}).tensor(dt),
+                  "repeat_interleave(2) " + what);
       const Tensor reps = from_vector(std::vector<std::int64_t>{2, 0, 1}, {3});
-      expect_equal(x.repeat_interleave(reps, 1), ref_gather(Host(x), 1, {0, 0, 2}).tensor(dt),
-                   "repeat_interleave(tensor, 1) " + what);
-      expect_equal(x.repeat_interleave(from_vector(std::vector<std::int32_t>{3}, {1}), -2),
-                   ref_gather(Host(x), 0, {0, 0, 0, 1, 1, 1}).tensor(dt), "repeat_interleave([3], 0) " + what);
+      EXPECT_SAME(x.repeat_interleave(reps, 1), ref_gather(Host(x), 1, {0, 0, 2}).tensor(dt),
+                  "repeat_interleave(tensor, 1) " + what);
+      EXPECT_SAME(x.repeat_interleave(from_vector(std::vector<std::int32_t>{3}, {1}), -2),
+                  ref_gather(Host(x), 0, {0, 0, 0, 1, 1, 1}).tensor(dt), "repeat_interleave([3], 0) " + what);
     }
     const Tensor s = random_of({}, dt);
-    expect_equal(s.repeat({3}), Host(s).tensor(dt).expand({3}).contiguous(), "repeat of a 0-d tensor");
-    expect_equal(s.repeat_interleave(2), s.expand({2}).contiguous(), "repeat_interleave of a 0-d tensor");
+    EXPECT_SAME(s.repeat({3}), Host(s).tensor(dt).expand({3}).contiguous(), "repeat of a 0-d tensor");
+    EXPECT_SAME(s.repeat_interleave(2), s.expand({2}).contiguous(), "repeat_interleave of a 0-d tensor");
   }
-  expect_equal(repeat_interleave(from_vector(std::vector<std::int64_t>{2, 0, 1, 3}, {4})),
-               from_vector(std::vector<std::int64_t>{0, 0, 2, 3, 3, 3}, {6}), "repeat_interleave(repeats)");
+  EXPECT_SAME(repeat_interleave(from_vector(std::vector<std::int64_t>{2, 0, 1, 3}, {4})),
+              from_vector(std::vector<std::int64_t>{0, 0, 2, 3, 3, 3}, {6}), "repeat_interleave(repeats)");
   EXPECT_EQ(repeat_interleave(random_of({2, 3}, kFloat32), 2, 1, 6).sizes(), (Shape{2, 6})) << "output_size";
 }
 
@@ -422,17 +431,17 @@ TEST(Joining, TrilTriuEveryDTypeAndLayout) {
         const Tensor x = l.make(s, dt);
         for (std::int64_t k : {-7, -2, -1, 0, 1, 3, 8}) {
           const std::string what = what_of(l.name + " diagonal " + std::to_string(k), dt, s);
-          expect_equal(x.tril(k), ref_triangle(Host(x), k, false).tensor(dt), "tril " + what);
-          expect_equal(triu(x, k), ref_triangle(Host(x), k, true).tensor(dt), "triu " + what);
+          EXPECT_SAME(x.tril(k), ref_triangle(Host(x), k, false).tensor(dt), "tril " + what);
+          EXPECT_SAME(triu(x, k), ref_triangle(Host(x), k, true).tensor(dt), "triu " + what);
         }
       }
     }
     Tensor y = random_of({3, 4}, dt);
     const Host before(y);
     y.tril_(1);
-    expect_equal(y, ref_triangle(before, 1, false).tensor(dt), "tril_");
+    EXPECT_SAME(y, ref_triangle(before, 1, false).tensor(dt), "tril_");
     y.triu_();
-    expect_equal(y, ref_triangle(ref_triangle(before, 1, false), 0, true).tensor(dt), "triu_");
+    EXPECT_SAME(y, ref_triangle(ref_triangle(before, 1, false), 0, true).tensor(dt), "triu_");
   }
 }
 
@@ -441,8 +450,8 @@ TEST(Joining, WhereEveryDTypeBroadcastAndLayout) {
     for (const Layout& l : layouts()) {
       const Tensor c = l.make({3, 4}, kBool), a = l.make({3, 4}, dt), b = random_of({3, 4}, dt);
       const std::string what = what_of("where " + l.name, dt, {3, 4});
-      expect_equal(where(c, a, b), ref_where(Host(c), Host(a), Host(b), {3, 4}).tensor(dt), what);
-      expect_equal(a.where(c, b), ref_where(Host(c), Host(a), Host(b), {3, 4}).tensor(dt), what + " (method)");
+      EXPECT_SAME(where(c, a, b), ref_where(Host(c), Host(a), Host(b), {3, 4}).tensor(dt), what);
+      EXPECT_SAME(a.where(c, b), ref_where(Host(c), Host(a), Host(b), {3, 4}).tensor(dt), what + " (method)");
     }
     // Every broadcast, one-element operands (0-d and [1, 1]) on either side.
     const std::vector<std::vector<Shape>> shapes{{{3, 1}, {1, 4}, {3, 4}},
@@ -462,8 +471,8 @@ TEST(Joining, WhereEveryDTypeBroadcastAndLayout) {
     for (const auto& s : shapes) {
       const Tensor c = random_of(s[0], kBool), a = random_of(s[1], dt), b = random_of(s[2], dt);
       const Shape out = broadcast_shapes(broadcast_shapes(s[0], s[1], "test"), s[2], "test");
-      expect_equal(where(c, a, b), ref_where(Host(c), Host(a), Host(b), out).tensor(dt),
-                   what_of("where " + shape_str(s[0]) + shape_str(s[1]) + shape_str(s[2]), dt, out));
+      EXPECT_SAME(where(c, a, b), ref_where(Host(c), Host(a), Host(b), out).tensor(dt),
+                  what_of("where " + shape_str(s[0]) + shape_str(s[1]) + shape_str(s[2]), dt, out));
     }
   }
 }
@@ -474,25 +483,25 @@ TEST(Joining, WherePromotesAndTakesScalars) {
     for (DType db : kAllDTypes) {
       const Tensor a = random_of({2, 3}, da), b = random_of({3}, db);
       const DType common = promote_types(da, db);
-      expect_equal(where(c, a, b), ref_where(Host(c), Host(a.to(common)), Host(b.to(common)), {2, 3}).tensor(common),
-                   std::string("where ") + dtype_name(da) + " with " + dtype_name(db));
+      EXPECT_SAME(where(c, a, b), ref_where(Host(c), Host(a.to(common)), Host(b.to(common)), {2, 3}).tensor(common),
+                  std::string("where ") + dtype_name(da) + " with " + dtype_name(db));
       EXPECT_EQ(where(c, a, zeros({}, db)).dtype(), result_type(a, zeros({}, db)));
     }
     const Tensor a = random_of({2, 3}, da);
     EXPECT_EQ(where(c, a, 2.5).dtype(), result_type(a, 2.5)) << da;
     EXPECT_EQ(where(c, 3, a).dtype(), result_type(a, 3)) << da;
-    expect_equal(where(c, a, 1),
-                 ref_where(Host(c), Host(a.to(result_type(a, 1))), Host({}, 1.0), {2, 3}).tensor(result_type(a, 1)),
-                 std::string("where(c, a, 1) ") + dtype_name(da));
+    EXPECT_SAME(where(c, a, 1),
+                ref_where(Host(c), Host(a.to(result_type(a, 1))), Host({}, 1.0), {2, 3}).tensor(result_type(a, 1)),
+                std::string("where(c, a, 1) ") + dtype_name(da));
   }
   EXPECT_EQ(where(c, 1, 2).dtype(), kInt64);
   EXPECT_EQ(where(c, 1.0, 2).dtype(), kFloat32);
   EXPECT_EQ(where(c, true, false).dtype(), kBool);
-  expect_equal(where(c, 1.5, -2.0), ref_where(Host(c), Host({}, 1.5), Host({}, -2.0), {2, 3}).tensor(kFloat32),
-               "where of two scalars");
+  EXPECT_SAME(where(c, 1.5, -2.0), ref_where(Host(c), Host({}, 1.5), Host({}, -2.0), {2, 3}).tensor(kFloat32),
+              "where of two scalars");
   // A uint8 condition is taken as bool, as PyTorch still does.
   const Tensor a = random_of({2, 3}, kFloat32), b = random_of({2, 3}, kFloat32);
-  expect_equal(where(c.to(kUInt8), a, b), where(c, a, b), "uint8 condition");
+  EXPECT_SAME(where(c.to(kUInt8), a, b), where(c, a, b), "uint8 condition");
 }
 
 TEST(Joining, MaskedFillEveryDType) {
@@ -501,30 +510,30 @@ TEST(Joining, MaskedFillEveryDType) {
       const Tensor x = l.make({3, 4}, dt), m = l.make({3, 4}, kBool);
       const std::string what = what_of("masked_fill " + l.name, dt, {3, 4});
       const Tensor r = x.masked_fill(m, 1);
-      expect_equal(r, ref_where(Host(m), Host({}, 1.0), Host(x), {3, 4}).tensor(dt), what);
-      expect_equal(masked_fill(x, m, full({}, 0.0, dt)), ref_where(Host(m), Host({}, 0.0), Host(x), {3, 4}).tensor(dt),
-                   what + " (tensor value)");
+      EXPECT_SAME(r, ref_where(Host(m), Host({}, 1.0), Host(x), {3, 4}).tensor(dt), what);
+      EXPECT_SAME(masked_fill(x, m, full({}, 0.0, dt)), ref_where(Host(m), Host({}, 0.0), Host(x), {3, 4}).tensor(dt),
+                  what + " (tensor value)");
       Tensor y = x.clone();
       y.masked_fill_(m, true);
-      expect_equal(y, ref_where(Host(m), Host({}, 1.0), Host(x), {3, 4}).tensor(dt), what + " (in place)");
+      EXPECT_SAME(y, ref_where(Host(m), Host({}, 1.0), Host(x), {3, 4}).tensor(dt), what + " (in place)");
     }
     // Broadcast mask and self; in place through a transposed view.
     const Tensor x = random_of({4}, dt), m = random_of({3, 1}, kBool);
-    expect_equal(x.masked_fill(m, 0), ref_where(Host(m), Host({}, 0.0), Host(x), {3, 4}).tensor(dt),
-                 what_of("masked_fill broadcast", dt, {3, 4}));
+    EXPECT_SAME(x.masked_fill(m, 0), ref_where(Host(m), Host({}, 0.0), Host(x), {3, 4}).tensor(dt),
+                what_of("masked_fill broadcast", dt, {3, 4}));
     Tensor base = random_of({4, 3}, dt);
     Tensor view = base.t();
     view.masked_fill_(random_of({4}, kBool).fill_(true), 0);
-    expect_equal(base, zeros({4, 3}, dt), what_of("masked_fill_ through a view", dt, {3, 4}));
+    EXPECT_SAME(base, zeros({4, 3}, dt), what_of("masked_fill_ through a view", dt, {3, 4}));
   }
   // The value converts to self's dtype as PyTorch's casts do.
   const Tensor m = from_vector(std::vector<bool>{true, false}, {2});
-  expect_equal(from_vector(std::vector<std::int64_t>{5, 6}, {2}).masked_fill(m, 2.7),
-               from_vector(std::vector<std::int64_t>{2, 6}, {2}), "float value into int64");
-  expect_equal(from_vector(std::vector<std::uint8_t>{5, 6}, {2}).masked_fill(m, -1),
-               from_vector(std::vector<std::uint8_t>{255, 6}, {2}), "-1 into uint8 wraps");
-  expect_equal(from_vector(std::vector<float>{5, 6}, {2}).masked_fill(m, from_vector(std::vector<double>{-0.5}, {})),
-               from_vector(std::vector<float>{-0.5f, 6}, {2}), "float64 value tensor into float32");
+  EXPECT_SAME(from_vector(std::vector<std::int64_t>{5, 6}, {2}).masked_fill(m, 2.7),
+              from_vector(std::vector<std::int64_t>{2, 6}, {2}), "float value into int64");
+  EXPECT_SAME(from_vector(std::vector<std::uint8_t>{5, 6}, {2}).masked_fill(m, -1),
+              from_vector(std::vector<std::uint8_t>{255, 6}, {2}), "-1 into uint8 wraps");
+  EXPECT_SAME(from_vector(std::vector<float>{5, 6}, {2}).masked_fill(m, from_vector(std::vector<double>{-0.5}, {})),
+              from_vector(std::vector<float>{-0.5f, 6}, {2}), "float64 value tensor into float32");
 }
 
 // ---- autograd ----------------------------------------------------------------------------------------------
@@ -614,15 +623,15 @@ TEST(JoiningGradcheck, GradientsComeBackInEachInputsDType) {
   ASSERT_EQ(out.dtype(), kFloat64);
   const Tensor g = random_of({3, 3}, kFloat64);
   out.backward(g);
-  expect_equal(a.grad(), g.narrow(0, 0, 2).to(kFloat32), "cat: float32 input's gradient");
-  expect_equal(b.grad(), g.narrow(0, 2, 1), "cat: float64 input's gradient");
+  EXPECT_SAME(a.grad(), g.narrow(0, 0, 2).to(kFloat32), "cat: float32 input's gradient");
+  EXPECT_SAME(b.grad(), g.narrow(0, 2, 1), "cat: float64 input's gradient");
   const Tensor c = random_of({2, 3}, kBool), x = random_of({2, 3}, kHalf).requires_grad_(true);
   const Tensor y = random_of({3}, kFloat32).requires_grad_(true);
   const Tensor w = where(c, x, y);
   ASSERT_EQ(w.dtype(), kFloat32);
   const Tensor gw = random_of({2, 3}, kFloat32);
   w.backward(gw);
-  expect_equal(x.grad(), where(c, gw, 0.0).to(kHalf), "where: float16 operand's gradient");
+  EXPECT_SAME(x.grad(), where(c, gw, 0.0).to(kHalf), "where: float16 operand's gradient");
   expect_close(y.grad(), where(c, 0.0, gw).sum({0}), 1e-6, 1e-6, "where: broadcast float32 operand's gradient");
 }
 
@@ -707,7 +716,7 @@ void expect_gpu_matches(const std::string& what, const std::function<Tensor(cons
   for (const Tensor& t : cpu_inputs) gpu_inputs.push_back(same_layout_on_gpu(t));
   const Tensor expected = fn(cpu_inputs), actual = fn(gpu_inputs);
   EXPECT_TRUE(actual.is_cuda()) << what;
-  expect_equal(actual, expected, what + " (GPU vs CPU)");
+  EXPECT_SAME(actual, expected, what + " (GPU vs CPU)");
 }
 
 /// A dtype that promotes to dt with dt (a cat of both is in dt, and the other's inputs take the converting copy).
@@ -875,8 +884,8 @@ TEST(JoiningGpu, WhereAndMaskedFillEveryPath) {
                          {random_of({2, 3, t, t}, dt), random_of({t, t}, kBool).triu(1)});
     }
     const Tensor c = random_of({5}, kBool).cuda(), a = random_of({5}, dt).cuda(), v = random_of({}, dt);
-    expect_equal(where(c, a, v), where(c.cpu(), a.cpu(), v), what_of("where with a 0-d CPU operand", dt, {5}));
-    expect_equal(masked_fill(a, c, v), masked_fill(a.cpu(), c.cpu(), v), what_of("masked_fill CPU value", dt, {5}));
+    EXPECT_SAME(where(c, a, v), where(c.cpu(), a.cpu(), v), what_of("where with a 0-d CPU operand", dt, {5}));
+    EXPECT_SAME(masked_fill(a, c, v), masked_fill(a.cpu(), c.cpu(), v), what_of("masked_fill CPU value", dt, {5}));
   }
 }
 
@@ -988,9 +997,9 @@ void expect_golden(Device device) {
     const std::vector<Tensor> out = run_case(c, in);
     if (c.contains("outputs")) {
       ASSERT_EQ(out.size(), c["outputs"].size()) << what;
-      for (std::size_t k = 0; k < out.size(); ++k) expect_equal(out[k], decode(c["outputs"][k], device), what);
+      for (std::size_t k = 0; k < out.size(); ++k) EXPECT_SAME(out[k], decode(c["outputs"][k], device), what);
     } else {
-      expect_equal(out[0], decode(c["output"], device), what);
+      EXPECT_SAME(out[0], decode(c["output"], device), what);
     }
     if (grad) {
       out[0].backward(decode(c["grad_output"], device));

@@ -764,6 +764,13 @@ TEST(JoiningGpu, CatEveryDTypeLayoutAndWidth) {
     expect_gpu_matches(
         what_of("cat of 103", dt, {5, 0}), [](const std::vector<Tensor>& in) { return cat(in, 1); }, parts);
     // Large enough for many blocks and partial last blocks; one long row (dim 0).
+    // Narrow rows (copied output word by output word) over many blocks, with a converted input among them.
+    expect_gpu_matches(
+        what_of("cat narrow", dt, {100003, 9}),
+        [](const std::vector<Tensor>& in) {
+          return cat({in[0], in[1], in[2]}, 1);
+        },
+        {random_of({100003, 3}, dt), random_of({100003, 1}, lower_dtype(dt)), random_of({100003, 5}, dt)});
     expect_gpu_matches(what_of("cat large", dt, {1000, 1037}),
                        [](const std::vector<Tensor>& in) {
                          return cat({in[0], in[1]}, 1);
@@ -823,8 +830,9 @@ TEST(JoiningGpu, TrilTriu) {
   MINIDL_REQUIRE_GPU();
   for (DType dt : kAllDTypes) {
     for (const Layout& l : layouts()) {
-      for (const Shape& s : {Shape{5, 7}, Shape{3, 4, 2}, Shape{0, 3}, Shape{1, 1}}) {
-        for (std::int64_t k : {-3, 0, 2}) {
+      // Rows of 256 or more go row by row, in 16-byte packs where a row is a whole number of them.
+      for (const Shape& s : {Shape{5, 7}, Shape{3, 4, 2}, Shape{0, 3}, Shape{1, 1}, Shape{3, 300}, Shape{2, 5, 260}}) {
+        for (std::int64_t k : {-3, 0, 2, 257}) {
           expect_gpu_matches(what_of("tril/triu " + l.name + " " + std::to_string(k), dt, s),
                              [k](const std::vector<Tensor>& in) {
                                return cat({in[0].tril(k), in[0].triu(k)}, -1);

@@ -18,6 +18,7 @@
 #include "minidl/optim/adadelta.h"
 #include "minidl/optim/schedulers.h"
 #include "minidl/indexing.h"
+#include "minidl/joining.h"
 #include "minidl/data/dataset.h"
 #include "minidl/data/mnist.h"
 #include "minidl/data/data_loader.h"

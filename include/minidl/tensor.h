@@ -112,6 +112,36 @@ class Tensor {
   Tensor tanh() const;
   Tensor matmul(const Tensor& other) const;
 
+  // Joining, splitting, where (the functions of joining.h; defined in src/ops/joining.cpp, rearrange.cpp,
+  // triangle.cpp and where.cpp).
+  std::vector<Tensor> split(std::int64_t split_size, std::int64_t dim = 0) const;
+  std::vector<Tensor> split(const std::vector<std::int64_t>& split_sizes, std::int64_t dim = 0) const;
+  std::vector<Tensor> split_with_sizes(const std::vector<std::int64_t>& split_sizes, std::int64_t dim = 0) const;
+  std::vector<Tensor> chunk(std::int64_t chunks, std::int64_t dim = 0) const;
+  std::vector<Tensor> unbind(std::int64_t dim = 0) const;
+  Tensor flip(const std::vector<std::int64_t>& dims) const;
+  Tensor roll(const std::vector<std::int64_t>& shifts, const std::vector<std::int64_t>& dims = {}) const;
+  Tensor roll(std::int64_t shift) const;
+  Tensor roll(std::int64_t shift, std::int64_t dim) const;
+  /// The tensor tiled: repeats[i] copies along dim i (leading repeats add dims). ValueError when repeats has fewer
+  /// entries than the tensor has dims.
+  Tensor repeat(const std::vector<std::int64_t>& repeats) const;
+  Tensor repeat_interleave(std::int64_t repeats, std::optional<std::int64_t> dim = std::nullopt,
+                           std::optional<std::int64_t> output_size = std::nullopt) const;
+  Tensor repeat_interleave(const Tensor& repeats, std::optional<std::int64_t> dim = std::nullopt,
+                           std::optional<std::int64_t> output_size = std::nullopt) const;
+  Tensor tril(std::int64_t diagonal = 0) const;
+  Tensor triu(std::int64_t diagonal = 0) const;
+  Tensor& tril_(std::int64_t diagonal = 0);
+  Tensor& triu_(std::int64_t diagonal = 0);
+  /// where(condition, *this, other).
+  Tensor where(const Tensor& condition, const Tensor& other) const;
+  Tensor masked_fill(const Tensor& mask, const Scalar& value) const;
+  Tensor masked_fill(const Tensor& mask, const Tensor& value) const;
+  /// In place: mask must broadcast to this tensor's shape.
+  Tensor& masked_fill_(const Tensor& mask, const Scalar& value);
+  Tensor& masked_fill_(const Tensor& mask, const Tensor& value);
+
   // In-place ops. They bump the version counter, so a saved tensor changed before backward is detected.
   // Results are computed in the promoted dtype and must be castable to self's (can_cast in ops.h).
   Tensor& zero_();

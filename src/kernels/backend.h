@@ -113,6 +113,27 @@
   /* out (count_nonzero(x), x.dim()) int64 = the coordinates of x's nonzero elements in row-major order. */          \
   void nonzero(const Tensor& x, Tensor& out);
 
+// ---- joining: src/cpu/joining.cpp, src/cuda/joining.cu ----------------------------------------------------
+#define MINIDL_JOINING_KERNELS                                                                                       \
+  /* cat's copies in one pass: inputs[k] (of out's dtype and sizes except along dim, laid out as the rows of */      \
+  /* kernels/joining.h) goes to out (contiguous) from index starts[k] of dim on. Seen as bytes, out is rows (the */   \
+  /* product of the sizes before dim) and each input a block of columns of every row; CUDA moves all blocks of */     \
+  /* one access width (the widest, up to 16 bytes, that their rows, columns and addresses allow) in one launch. */    \
+  void cat(const std::vector<Tensor>& inputs, const std::vector<std::int64_t>& starts, std::int64_t dim,            \
+           Tensor& out);
+
+// ---- triangle: src/cpu/triangle.cpp, src/cuda/triangle.cu -------------------------------------------------
+#define MINIDL_TRIANGLE_KERNELS                                                                                      \
+  /* tril / triu: x and out (one dtype, contiguous) viewed as (batch, n, m) matrices; out keeps x's elements */      \
+  /* (i, j) with j - i <= diagonal (upper: >= diagonal), kernels::in_triangle, and is 0 elsewhere. */                \
+  void triangle(const Tensor& x, std::int64_t diagonal, bool upper, Tensor& out);
+
+// ---- where: src/cpu/where.cpp, src/cuda/where.cu (the selection in kernels/where.h) ---------------------------
+#define MINIDL_WHERE_KERNELS                                                                                         \
+  /* out = cond ? a : b elementwise: cond bool, a and b of out's dtype, all three broadcast to out's shape, */       \
+  /* any strides; out may be a or b (masked_fill_). */                                                               \
+  void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out);
+
 // ---- optimizer: src/cpu/optim_kernels.cpp, src/cuda/optim_kernels.cu ------------------------------------
 // The update rules of kernels/optim_update.h applied to every slot of a step. The CPU updates each parameter in
 // one pass split over the thread pool. CUDA launches, per group of up to a few dozen parameters of one dtype, a
@@ -191,7 +212,7 @@
   MINIDL_COPY_KERNELS MINIDL_RANDOM_KERNELS MINIDL_ELEMENTWISE_KERNELS MINIDL_REDUCE_KERNELS  \
   MINIDL_MATMUL_KERNELS MINIDL_SOFTMAX_KERNELS MINIDL_CROSS_ENTROPY_KERNELS                   \
   MINIDL_GATHER_KERNELS MINIDL_OPTIM_KERNELS MINIDL_CONV2D_KERNELS MINIDL_POOL2D_KERNELS      \
-  MINIDL_BATCH_NORM_KERNELS
+  MINIDL_BATCH_NORM_KERNELS MINIDL_JOINING_KERNELS MINIDL_TRIANGLE_KERNELS MINIDL_WHERE_KERNELS
 
 namespace minidl {
 namespace cpu {
@@ -215,6 +236,9 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 #undef MINIDL_SOFTMAX_KERNELS
 #undef MINIDL_CROSS_ENTROPY_KERNELS
 #undef MINIDL_GATHER_KERNELS
+#undef MINIDL_JOINING_KERNELS
+#undef MINIDL_TRIANGLE_KERNELS
+#undef MINIDL_WHERE_KERNELS
 #undef MINIDL_OPTIM_KERNELS
 #undef MINIDL_CONV2D_KERNELS
 #undef MINIDL_POOL2D_KERNELS

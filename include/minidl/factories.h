@@ -28,7 +28,7 @@ Tensor ones(const Shape& size, TensorOptions options = {});
 /// Without a dtype in `options`, the value's kind picks it as LibTorch's: bool, int64, or float32.
 Tensor full(const Shape& size, const Scalar& fill_value, TensorOptions options = {});
 
-// *_like: t's shape, dtype and device, each unless `options` give another.
+// *_like: a contiguous tensor of t's shape, with t's dtype and device unless `options` give others.
 Tensor empty_like(const Tensor& t, TensorOptions options = {});
 Tensor zeros_like(const Tensor& t, TensorOptions options = {});
 Tensor ones_like(const Tensor& t, TensorOptions options = {});

@@ -8,34 +8,15 @@
 #include <limits>
 #include <type_traits>
 
+#include "core/factory_options.h"
 #include "core/tensor_impl.h"
 #include "kernels/backend.h"
 
 namespace minidl {
-namespace {
 
-Tensor finish(Tensor t, const TensorOptions& o) {
-  if (o.requires_grad_) t.requires_grad_(true);
-  return t;
-}
-
-/// o without requires_grad (set once the values are written, by finish).
-TensorOptions plain(TensorOptions o) { return o.requires_grad(false); }
-
-/// t's dtype and device wherever `o` does not give them.
-TensorOptions like(const Tensor& t, TensorOptions o) {
-  if (!o.has_dtype()) o.dtype(t.dtype());
-  if (!o.has_device()) o.device(t.device());
-  return o;
-}
-
-/// A dtype from the kind of the values (LibTorch's rule for full and arange): bool, int64, or float32.
-TensorOptions inferred(TensorOptions o, DType from_values) {
-  if (!o.has_dtype()) o.dtype(from_values);
-  return o;
-}
-
-}  // namespace
+using detail::finish;
+using detail::like;
+using detail::plain;
 
 Tensor empty(const Shape& shape, TensorOptions o) {
   const std::int64_t n = shape_numel(shape);
@@ -46,7 +27,7 @@ Tensor empty(const Shape& shape, TensorOptions o) {
 }
 
 Tensor full(const Shape& shape, const Scalar& value, TensorOptions o) {
-  o = inferred(o, value.type());
+  o = detail::with_default_dtype(o, value.type());
   Tensor t = empty(shape, plain(o));
   MINIDL_ON_BACKEND(t.device(), fill(t, value.to_double()));
   return finish(t, o);
@@ -73,7 +54,7 @@ Tensor arange(const Scalar& start, const Scalar& end, TensorOptions o) { return 
 
 Tensor arange(const Scalar& start, const Scalar& end, const Scalar& step, TensorOptions o) {
   const bool integers = !start.is_floating_point() && !end.is_floating_point() && !step.is_floating_point();
-  o = inferred(o, integers ? kInt64 : kFloat32);
+  o = detail::with_default_dtype(o, integers ? kInt64 : kFloat32);
   MINIDL_CHECK(o.dtype_ != kBool, TypeError, "arange: expected a dtype other than bool (PyTorch has no arange for ",
                "bool), found bool");
   const double s = start.to_double(), e = end.to_double(), d = step.to_double();
@@ -179,7 +160,7 @@ Tensor from_vector(const std::vector<T>& values, const Shape& shape, TensorOptio
   MINIDL_CHECK(shape_numel(shape) == static_cast<std::int64_t>(values.size()), ValueError,
                "from_vector: ", values.size(), " values do not fill shape ", shape_str(shape), " (", shape_numel(shape),
                " elements)");
-  o = inferred(o, dtype_of<T>::value);
+  o = detail::with_default_dtype(o, dtype_of<T>::value);
   Tensor host = empty(shape, TensorOptions(dtype_of<T>::value));
   if constexpr (std::is_same_v<T, bool>) {  // std::vector<bool> packs bits
     bool* p = host.data_ptr<bool>();
@@ -195,7 +176,8 @@ MINIDL_FORALL_DTYPES(MINIDL_INSTANTIATE_FROM_VECTOR)
 #undef MINIDL_INSTANTIATE_FROM_VECTOR
 
 Tensor tensor(std::initializer_list<double> values, TensorOptions o) {
-  return from_vector(std::vector<double>(values), {static_cast<std::int64_t>(values.size())}, inferred(o, kFloat32));
+  return from_vector(std::vector<double>(values), {static_cast<std::int64_t>(values.size())},
+                     detail::with_default_dtype(o, kFloat32));
 }
 
 // ---- in-place fills composed of views, fill_ and copy_ (each records itself for autograd) -------------------------

@@ -35,9 +35,7 @@ void linspace(Tensor& out, double start, double end) {
 void logspace(Tensor& out, double start, double end, double base) {
   kernels::dispatch(kernels::RangeTypes{}, out.dtype(), "logspace", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using Term = kernels::LinspaceTerm<T>;
-    fill_indexed<T>(out, 60.0,
-                    kernels::Logspace<T>{Term(start, end, out.numel()), Term::r(static_cast<typename Term::C>(base))});
+    fill_indexed<T>(out, 60.0, kernels::Logspace<T>(start, end, out.numel(), base));
   });
 }
 

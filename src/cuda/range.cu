@@ -39,9 +39,7 @@ void linspace(Tensor& out, double start, double end) {
 void logspace(Tensor& out, double start, double end, double base) {
   kernels::dispatch(kernels::RangeTypes{}, out.dtype(), "logspace", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    using Term = kernels::LinspaceTerm<T>;
-    launch_indexed<T>(
-        out, kernels::Logspace<T>{Term(start, end, out.numel()), Term::r(static_cast<typename Term::C>(base))});
+    launch_indexed<T>(out, kernels::Logspace<T>(start, end, out.numel(), base));
   });
 }
 

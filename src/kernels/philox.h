@@ -22,7 +22,7 @@ struct Philox4x32 {
   MINIDL_PHILOX_HD void operator()(std::uint32_t c0, std::uint32_t c1, std::uint32_t c2, std::uint32_t c3,
                                    std::uint32_t* out) const {
     std::uint32_t k0 = key0, k1 = key1;
-#ifdef __CUDA_ARCH__
+#ifdef __CUDACC__
 #pragma unroll
 #else
 #pragma GCC unroll 10  // straight-line rounds, so a loop over blocks can vectorise

@@ -5,7 +5,8 @@
 // - linspace: integral dtypes in double; floating dtypes in the dtype itself, bfloat16 and float16 rounding every
 //   operation's float result as c10::Half's operators do. The first half counts up from start, the second down
 //   from end, so both ends are exact.
-// - logspace: base ^ (the exponents linspace would compute in that arithmetic), the power in float or double.
+// - logspace: base ^ exponent, the exponents counted from start and end as linspace's but in double (their step
+//   the ends' difference in the dtype's arithmetic), the power in double.
 // Products and sums are rounded as written (no fused multiply-add on the device), so both backends give the same
 // bits.
 #include <cmath>
@@ -100,17 +101,29 @@ struct Linspace {
   MINIDL_RANGE_HD T operator()(std::int64_t i) const { return convert<T>(term(i)); }
 };
 
+/// base ^ (element i of `steps` (>= 2) exponents from start to end), in double: start and end are values of T,
+/// the step their difference (in T's arithmetic) over steps - 1, and the exponents and the power are doubles.
 template <class T>
 struct Logspace {
-  using C = typename LinspaceTerm<T>::C;
-  LinspaceTerm<T> term;
-  C base;
-  MINIDL_RANGE_HD T operator()(std::int64_t i) const {
-    if constexpr (sizeof(C) == 8) {
-      return convert<T>(::pow(base, term(i)));
+  double start, end, step, base;
+  std::int64_t steps, halfway;
+
+  Logspace(double s, double e, std::int64_t n, double b)
+      : start(convert<double>(convert<T>(s))), end(convert<double>(convert<T>(e))), base(b), steps(n), halfway(n / 2) {
+    using Term = LinspaceTerm<T>;
+    using C = typename Term::C;
+    double difference;
+    if constexpr (std::is_integral_v<T>) {
+      difference = static_cast<double>(static_cast<std::int64_t>(end) - static_cast<std::int64_t>(start));
     } else {
-      return convert<T>(powf(base, term(i)));
+      difference = static_cast<double>(Term::r(static_cast<C>(end) - static_cast<C>(start)));
     }
+    step = difference / static_cast<double>(n - 1);
+  }
+  MINIDL_RANGE_HD T operator()(std::int64_t i) const {
+    const double e = i < halfway ? add_rn(start, mul_rn(step, static_cast<double>(i)))
+                                 : add_rn(end, -mul_rn(step, static_cast<double>(steps - i - 1)));
+    return convert<T>(::pow(base, e));
   }
 };
 

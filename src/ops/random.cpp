@@ -7,24 +7,17 @@
 #include <limits>
 
 #include "autograd/inplace.h"
+#include "core/factory_options.h"
 #include "kernels/random.h"
 #include "ops/op_utils.h"
 
 namespace minidl {
+
+using detail::finish;
+using detail::like;
+using detail::plain;
+
 namespace {
-
-Tensor finish(Tensor t, const TensorOptions& o) {
-  if (o.requires_grad_) t.requires_grad_(true);
-  return t;
-}
-
-TensorOptions plain(TensorOptions o) { return o.requires_grad(false); }
-
-TensorOptions like(const Tensor& t, TensorOptions o) {
-  if (!o.has_dtype()) o.dtype(t.dtype());
-  if (!o.has_device()) o.device(t.device());
-  return o;
-}
 
 /// The significand bits of a floating dtype: the integers up to 2^digits are exact in it.
 int digits(DType d) {
@@ -82,9 +75,6 @@ void check_holds(const char* op, const char* arg, std::int64_t v, DType d) {
                dtype_name(d), "'s range [", lowest(d), ", ", highest(d), "], found ", v);
 }
 
-/// Integers uniform on [from, to_inclusive] into t (any dtype, any strides), both ends checked against its dtype.
-void draw_integers(Tensor& t, const char* op, std::int64_t from, std::int64_t to_inclusive, const char* to_name);
-
 /// The kernel's destination: t itself when contiguous and of dtype `kernel_dtype`, else a contiguous temporary
 /// copied into t afterwards (converted; any strides).
 template <class Draw>
@@ -96,6 +86,7 @@ void draw_into(Tensor& t, DType kernel_dtype, Draw draw) {
   MINIDL_ON_BACKEND(t.device(), copy(tmp, t));
 }
 
+/// Integers uniform on [from, to_inclusive] into t (any dtype, any strides), both ends checked against its dtype.
 void draw_integers(Tensor& t, const char* op, std::int64_t from, std::int64_t to_inclusive, const char* to_name) {
   check_holds(op, "from", from, t.dtype());
   check_holds(op, to_name, to_inclusive, t.dtype());
@@ -153,11 +144,6 @@ double largest_below(double x) {
   return static_cast<float>(d);
 }
 
-TensorOptions int64_unless_given(TensorOptions o) {
-  if (!o.has_dtype()) o.dtype(kInt64);
-  return o;
-}
-
 }  // namespace
 
 // ---- floating factories ------------------------------------------------------------------------------------------
@@ -201,7 +187,7 @@ Tensor randint(std::int64_t high, const Shape& shape, TensorOptions o) { return 
 
 Tensor randint(std::int64_t low, std::int64_t high, const Shape& shape, TensorOptions o) {
   MINIDL_CHECK(low < high, ValueError, "randint: expected low < high, found low=", low, " high=", high);
-  o = int64_unless_given(o);
+  o = detail::with_default_dtype(o, kInt64);
   Tensor t = empty(shape, plain(o));
   draw_integers(t, "randint", low, high - 1, "high - 1");
   return finish(t, o);
@@ -215,7 +201,7 @@ Tensor randint_like(const Tensor& t, std::int64_t low, std::int64_t high, Tensor
 }
 
 Tensor randperm(std::int64_t n, TensorOptions o) {
-  o = int64_unless_given(o);
+  o = detail::with_default_dtype(o, kInt64);
   MINIDL_CHECK(n >= 0, ValueError, "randperm: argument 'n' must be >= 0, found ", n);
   MINIDL_CHECK(o.dtype_ != kBool, TypeError, "randperm: expected a numeric dtype, found bool");
   // Every value below n must be exact in the dtype.

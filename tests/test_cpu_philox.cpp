@@ -1,4 +1,4 @@
-// Philox4x32-10 (src/cpu/philox.h) against the known-answer vectors of Random123 (kat_vectors), and the CPU
+// Philox4x32-10 (src/kernels/philox.h) against the known-answer vectors of Random123 (kat_vectors), and the CPU
 // uniform() built on it: same values whatever the thread count, reproducible from the generator state, in
 // range, and statistically uniform; the CPU dropout's single pass against uniform() and the mask rule.
 #include <gtest/gtest.h>
@@ -8,7 +8,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "cpu/philox.h"
+#include "kernels/philox.h"
 #include "kernels/backend.h"
 #include "kernels/elementwise.h"
 #include "minidl/minidl.h"
@@ -32,7 +32,7 @@ TEST(CpuPhilox, MatchesRandom123KnownAnswers) {
   };
   for (const Kat& k : kats) {
     std::uint32_t out[4];
-    minidl::cpu::Philox4x32{k.key[0], k.key[1]}(k.counter[0], k.counter[1], k.counter[2], k.counter[3], out);
+    minidl::kernels::Philox4x32{k.key[0], k.key[1]}(k.counter[0], k.counter[1], k.counter[2], k.counter[3], out);
     for (int i = 0; i < 4; ++i) EXPECT_EQ(out[i], k.expected[i]) << "word " << i;
   }
 }

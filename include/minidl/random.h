@@ -1,6 +1,6 @@
 #pragma once
 // Snapshot and restore of every random number generator, so a resumed run draws the same numbers as an
-// uninterrupted one (manual_seed, in tensor.h, resets them instead).
+// uninterrupted one (manual_seed, in factories.h, resets them instead).
 #include <cstdint>
 #include <map>
 #include <string>

@@ -28,6 +28,29 @@ class TensorImpl;
 namespace autograd { class Node; }
 namespace indexing { class TensorIndex; }
 
+/// What a factory makes: dtype, device, requires_grad, set by chained setters as LibTorch's
+/// (TensorOptions().dtype(kInt64).device(kCUDA)). has_dtype() / has_device(): whether they were given; where not,
+/// a factory uses its default (float32 and the CPU for most; full, arange, randint and randperm infer the dtype as
+/// LibTorch's, *_like take the tensor's).
+struct TensorOptions {
+  DType dtype_ = kFloat32;
+  Device device_ = Device(kCPU);
+  bool requires_grad_ = false;
+  bool has_dtype_ = false;
+  bool has_device_ = false;
+  TensorOptions() = default;
+  TensorOptions(DType d) : dtype_(d), has_dtype_(true) {}
+  TensorOptions(Device d) : device_(d), has_device_(true) {}
+  TensorOptions(DeviceType d) : device_(d), has_device_(true) {}
+  TensorOptions& dtype(DType d) { dtype_ = d; has_dtype_ = true; return *this; }
+  TensorOptions& device(Device d) { device_ = d; has_device_ = true; return *this; }
+  TensorOptions& requires_grad(bool r = true) { requires_grad_ = r; return *this; }
+  DType dtype() const { return dtype_; }
+  Device device() const { return device_; }
+  bool has_dtype() const { return has_dtype_; }
+  bool has_device() const { return has_device_; }
+};
+
 class Tensor {
  public:
   Tensor() = default;
@@ -176,6 +199,33 @@ class Tensor {
   Tensor masked_select(const Tensor& mask) const;
   Tensor nonzero() const;
   Tensor take_along_dim(const Tensor& indices, std::optional<std::int64_t> dim = std::nullopt) const;
+  // ---- creation and random (src/core/factories.cpp, src/ops/random.cpp) ----
+  /// New tensors of self's dtype and device unless `options` give others (self's values are not used).
+  Tensor new_empty(const Shape& size, TensorOptions options = {}) const;
+  Tensor new_zeros(const Shape& size, TensorOptions options = {}) const;
+  Tensor new_ones(const Shape& size, TensorOptions options = {}) const;
+  Tensor new_full(const Shape& size, const Scalar& fill_value, TensorOptions options = {}) const;
+  /// fill_ with the value of a 0-d tensor (on any device).
+  Tensor& fill_(const Tensor& value);
+  /// Writes fill_value on the main diagonal (a 2-d tensor, or n-d with all sizes equal); with `wrap`, a matrix
+  /// taller than wide restarts its diagonal after every width + 1 rows, as PyTorch's.
+  Tensor& fill_diagonal_(const Scalar& fill_value, bool wrap = false);
+  // In-place draws from the device's generator (floating dtypes for uniform_ and normal_, any dtype for the
+  // others), recorded for autograd as fills (no gradient to the old value).
+  Tensor& uniform_(double from = 0, double to = 1);
+  Tensor& normal_(double mean = 0, double std = 1);
+  /// Each element 1 with probability p (a tensor p broadcasts to self's shape), else 0.
+  Tensor& bernoulli_(double p = 0.5);
+  Tensor& bernoulli_(const Tensor& p);
+  /// Integers uniform on [from, to) (to: the dtype's largest value + 1 when not given), on [0, to), or over
+  /// the dtype's whole range (floating: the integers [0, 2^digits]).
+  Tensor& random_(std::int64_t from, std::optional<std::int64_t> to);
+  Tensor& random_(std::int64_t to);
+  Tensor& random_();
+  /// 0 or 1 with the probability in each element of self (floating); bernoulli(p): with probability p.
+  Tensor bernoulli() const;
+  Tensor bernoulli(double p) const;
+  Tensor multinomial(std::int64_t num_samples, bool replacement = false) const;
 
   // Autograd.
   bool requires_grad() const;
@@ -212,42 +262,7 @@ class Tensor {
 
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
-// ---- factories ---------------------------------------------------------------
-struct TensorOptions {
-  DType dtype_ = kFloat32;
-  Device device_ = Device(kCPU);
-  bool requires_grad_ = false;
-  TensorOptions() = default;
-  TensorOptions(DType d) : dtype_(d) {}
-  TensorOptions(Device d) : device_(d) {}
-  TensorOptions(DeviceType d) : device_(d) {}
-  TensorOptions& dtype(DType d) { dtype_ = d; return *this; }
-  TensorOptions& device(Device d) { device_ = d; return *this; }
-  TensorOptions& requires_grad(bool r = true) { requires_grad_ = r; return *this; }
-};
-
-/// Uninitialised memory (never read it before writing).
-Tensor empty(const Shape& shape, TensorOptions options = {});
-Tensor zeros(const Shape& shape, TensorOptions options = {});
-Tensor ones(const Shape& shape, TensorOptions options = {});
-Tensor full(const Shape& shape, const Scalar& value, TensorOptions options = {});
-Tensor zeros_like(const Tensor& t);
-Tensor ones_like(const Tensor& t);
-Tensor empty_like(const Tensor& t);
-/// 0, 1, ..., end-1 (or start..end by step).
-Tensor arange(double end, TensorOptions options = {});
-Tensor arange(double start, double end, double step, TensorOptions options = {});
-/// Uniform [0, 1) and standard normal, from the device's generator (cuRAND Philox on CUDA).
-Tensor rand(const Shape& shape, TensorOptions options = {});
-Tensor randn(const Shape& shape, TensorOptions options = {});
-/// Uniform [low, high).
-Tensor uniform(const Shape& shape, double low, double high, TensorOptions options = {});
-/// Copies host values into a new tensor of the given shape (dtype follows T unless options say otherwise).
-template <class T>
-Tensor from_vector(const std::vector<T>& values, const Shape& shape,
-                   TensorOptions options = TensorOptions(dtype_of<T>::value));
-Tensor tensor(std::initializer_list<double> values, TensorOptions options = {});
-/// Seeds the CPU generator and every CUDA generator; runs become reproducible on each device.
-void manual_seed(std::uint64_t seed);
-
 }  // namespace minidl
+
+// The factories (empty, zeros, rand, ...) need Tensor complete; users of tensor.h have always had them.
+#include "minidl/factories.h"

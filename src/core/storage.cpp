@@ -30,7 +30,14 @@ Storage::Storage(std::size_t nbytes, Device device) : nbytes_(nbytes), device_(d
 #endif
 }
 
+Storage::Storage(void* data, std::size_t nbytes, Device device, std::function<void(void*)> deleter)
+    : data_(data), nbytes_(nbytes), device_(device), external_(true), deleter_(std::move(deleter)) {}
+
 Storage::~Storage() {
+  if (external_) {
+    if (deleter_) deleter_(data_);
+    return;
+  }
   if (device_.is_cpu()) {
     cpu::host_allocator().deallocate(data_, nbytes_);
     return;

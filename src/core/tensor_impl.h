@@ -19,6 +19,8 @@ namespace minidl {
 class Storage {
  public:
   Storage(std::size_t nbytes, Device device);
+  /// Memory the caller owns (from_blob): never freed here; `deleter`, when set, runs on it instead.
+  Storage(void* data, std::size_t nbytes, Device device, std::function<void(void*)> deleter);
   ~Storage();
   Storage(const Storage&) = delete;
   Storage& operator=(const Storage&) = delete;
@@ -33,6 +35,8 @@ class Storage {
   void* data_ = nullptr;
   std::size_t nbytes_;
   Device device_;
+  bool external_ = false;
+  std::function<void(void*)> deleter_;
 };
 
 /// Row-major strides of a contiguous tensor of `shape` (size-1 dims get the stride they would have anyway).

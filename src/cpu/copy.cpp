@@ -1,5 +1,5 @@
 // CPU copy-family kernels (see kernels/backend.h): fill and copy (any strides on either side, any two dtypes,
-// the conversions of kernels/convert.h) and arange, on the library's thread pool. Contiguous operands run as
+// the conversions of kernels/convert.h), on the library's thread pool. Contiguous operands run as
 // flat loops; strided ones map each flat index through a kernels::StridedIndex.
 #include "cpu/cpu_clones.h"
 #include "cpu/parallel.h"
@@ -64,14 +64,6 @@ void copy(const Tensor& src, Tensor& dst) {
         }
       });
     });
-  });
-}
-
-void arange(Tensor& out, double start, double step) {
-  kernels::dispatch_all(out.dtype(), "arange", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    T* p = out.data_ptr<T>();
-    for (std::int64_t i = 0; i < out.numel(); ++i) p[i] = kernels::convert<T>(start + step * static_cast<double>(i));
   });
 }
 

@@ -9,13 +9,13 @@
 #include <cstring>
 
 #include "cpu/cpu_clones.h"
-#include "cpu/philox.h"
+#include "kernels/philox.h"
 
 namespace minidl {
 namespace cpu {
 
 struct UniformStream {
-  Philox4x32 philox;
+  kernels::Philox4x32 philox;
   std::uint64_t counter_high;
 };
 
@@ -28,7 +28,7 @@ UniformStream next_uniform_stream();
 template <class T, class Store>
 MINIDL_CPU_CLONES void uniform_blocks(const UniformStream& s, double low, double high, std::int64_t n,
                                       std::int64_t begin, std::int64_t end, Store store) {
-  const Philox4x32 philox = s.philox;
+  const kernels::Philox4x32 philox = s.philox;
   // Rounding to T can carry a draw just below `high` up to `high`; capping at the largest T below it keeps
   // the interval half-open (rand in float32 would otherwise return 1.0 about once in 2^25 draws).
   const T top = std::max(static_cast<T>(low), std::nextafter(static_cast<T>(high), static_cast<T>(low)));

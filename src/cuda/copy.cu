@@ -1,5 +1,5 @@
 // CUDA copy-family kernels (see kernels/backend.h): fill and copy (any strides, any two dtypes, the
-// conversions of kernels/convert.h), arange, and copy_bytes between devices; everything runs on gpu::stream().
+// conversions of kernels/convert.h) and copy_bytes between devices; everything runs on gpu::stream().
 #include "cuda/launch.cuh"
 #include "kernels/backend.h"
 #include "kernels/convert.h"
@@ -12,10 +12,6 @@ namespace {
 template <class S, class D> struct Convert {
   __device__ D operator()(S s) const { return kernels::convert<D>(s); }
 };
-
-template <class T> __global__ void arange_kernel(T* out, i64 n, double start, double step) {
-  GRID_STRIDE(i, n) out[i] = kernels::convert<T>(start + step * static_cast<double>(i));
-}
 
 }  // namespace
 
@@ -48,15 +44,6 @@ void copy(const Tensor& src, Tensor& dst) {
                          src.data_ptr<S>());
     });
   });
-}
-
-void arange(Tensor& out, double start, double step) {
-  if (out.numel() == 0) return;
-  kernels::dispatch_all(out.dtype(), "arange", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    arange_kernel<<<blocks_for(out.numel()), kThreads, 0, stream()>>>(out.data_ptr<T>(), out.numel(), start, step);
-  });
-  MINIDL_CUDA_KERNEL_CHECK();
 }
 
 void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device, std::size_t bytes) {

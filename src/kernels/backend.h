@@ -30,13 +30,35 @@
   /* out (any strides, any dtype) = value converted to out's dtype. */                                               \
   void fill(Tensor& out, double value);                                                                              \
   /* Same-device copy of src into dst of the same shape: any strides on either side, any two dtypes. */              \
-  void copy(const Tensor& src, Tensor& dst);                                                                         \
-  void arange(Tensor& out, double start, double step);
+  void copy(const Tensor& src, Tensor& dst);
 
-// ---- random: src/cpu/random.cpp, src/cuda/random.cu; dropout in dropout.cpp, dropout.cu -------------------
+// ---- range: src/cpu/range.cpp, src/cuda/range.cu (the values: kernels/range.h) ---------------------------------
+#define MINIDL_RANGE_KERNELS                                                                                         \
+  /* out (contiguous, any dtype)[i] = start + step * i, computed in double. */                                       \
+  void arange(Tensor& out, double start, double step);                                                               \
+  /* out (contiguous, not bool): out.numel() >= 2 values from start to end (kernels::Linspace). */                   \
+  void linspace(Tensor& out, double start, double end);                                                              \
+  /* out (contiguous, not bool)[i] = base ^ (the i-th of out.numel() >= 2 exponents from start to end). */           \
+  void logspace(Tensor& out, double start, double end, double base);
+
+// ---- random: src/cpu/random.cpp, src/cuda/random.cu (kernels/random.h); dropout in dropout.cpp, dropout.cu ----
 #define MINIDL_RANDOM_KERNELS                                                                                        \
+  /* out (contiguous float32 / float64): uniform on [low, high), or normal(mean, stddev). */                         \
   void uniform(Tensor& out, double low, double high);                                                                \
   void normal(Tensor& out, double mean, double stddev);                                                              \
+  /* out (contiguous, any dtype)[i] = low + an integer uniform on [0, range) (range 0: 2^64), converted. */          \
+  void random_int(Tensor& out, std::int64_t low, std::uint64_t range);                                               \
+  /* out (contiguous, any dtype)[i] = 1 with probability p[i], else 0; p of out's dtype (floating) and numel, */     \
+  /* contiguous, or undefined for the probability p_scalar. p outside [0, 1] saturates; NaN gives 0. */              \
+  void bernoulli(Tensor& out, const Tensor& p, double p_scalar);                                                     \
+  /* out (contiguous int64 of n elements) = a uniformly random permutation of 0, ..., n - 1. */                      \
+  void randperm(Tensor& out);                                                                                        \
+  /* out (rows, k) int64 = k category indices per row of weights (rows, n) (contiguous, floating; n >= 1, */         \
+  /* k >= 1, k <= n without replacement). Returns -1, or for the first row */                                        \
+  /* with a negative, infinite or NaN weight or none positive kernels::multinomial_fault (its samples are then */    \
+  /* unspecified, in [0, n)). CUDA reads that word back, waiting for the stream, except during a capture, */         \
+  /* where it returns -1 unchecked. */                                                                               \
+  std::int64_t multinomial(const Tensor& weights, bool replacement, Tensor& out);                                    \
   /* mask = the draws uniform(mask, 0, 1) would make, mapped by kernels::DropoutMask (0, or 1 / (1 - p)); */         \
   /* out = x * mask. */                                                                                              \
   void dropout(const Tensor& x, double p, Tensor& out, Tensor& mask);
@@ -208,11 +230,11 @@
                            const T* save_mean, const T* save_invstd, T* dx, T* dgamma, T* dbeta);
 
 // Every family, declared once for each backend.
-#define MINIDL_BACKEND_KERNELS                                                                \
-  MINIDL_COPY_KERNELS MINIDL_RANDOM_KERNELS MINIDL_ELEMENTWISE_KERNELS MINIDL_REDUCE_KERNELS  \
-  MINIDL_MATMUL_KERNELS MINIDL_SOFTMAX_KERNELS MINIDL_CROSS_ENTROPY_KERNELS                   \
-  MINIDL_GATHER_KERNELS MINIDL_OPTIM_KERNELS MINIDL_CONV2D_KERNELS MINIDL_POOL2D_KERNELS      \
-  MINIDL_BATCH_NORM_KERNELS MINIDL_JOINING_KERNELS MINIDL_TRIANGLE_KERNELS MINIDL_WHERE_KERNELS
+#define MINIDL_BACKEND_KERNELS                                                                                       \
+  MINIDL_COPY_KERNELS MINIDL_RANGE_KERNELS MINIDL_RANDOM_KERNELS MINIDL_ELEMENTWISE_KERNELS MINIDL_REDUCE_KERNELS    \
+  MINIDL_MATMUL_KERNELS MINIDL_SOFTMAX_KERNELS MINIDL_CROSS_ENTROPY_KERNELS MINIDL_GATHER_KERNELS                    \
+  MINIDL_OPTIM_KERNELS MINIDL_CONV2D_KERNELS MINIDL_POOL2D_KERNELS MINIDL_BATCH_NORM_KERNELS MINIDL_JOINING_KERNELS  \
+  MINIDL_TRIANGLE_KERNELS MINIDL_WHERE_KERNELS
 
 namespace minidl {
 namespace cpu {
@@ -229,6 +251,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 }  // namespace minidl
 
 #undef MINIDL_COPY_KERNELS
+#undef MINIDL_RANGE_KERNELS
 #undef MINIDL_RANDOM_KERNELS
 #undef MINIDL_ELEMENTWISE_KERNELS
 #undef MINIDL_REDUCE_KERNELS

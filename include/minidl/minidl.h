@@ -6,6 +6,7 @@
 #include "minidl/device.h"
 #include "minidl/dtype.h"
 #include "minidl/errors.h"
+#include "minidl/linalg.h"
 #include "minidl/ops.h"
 #include "minidl/tensor.h"
 #include "minidl/nn.h"

@@ -51,9 +51,6 @@ Tensor gelu(const Tensor& a);  // exact (erf) form, as PyTorch's default
 Tensor sigmoid(const Tensor& a);
 Tensor tanh(const Tensor& a);
 
-/// 2-D (n×k)·(k×m), or batched (..., n, k)·(..., k, m) with equal batch dims; cuBLAS on CUDA.
-Tensor matmul(const Tensor& a, const Tensor& b);
-
 // Views: the result shares a's storage (writes through it are seen by a) and nothing is copied.
 /// The same elements in another shape (one size may be -1); ValueError when a's strides do not allow it.
 Tensor view(const Tensor& a, const Shape& shape);

@@ -9,21 +9,24 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "minidl/device.h"
 #include "minidl/dtype.h"
 #include "minidl/errors.h"
 #include "minidl/scalar.h"
+#include "minidl/shape.h"
+#include "minidl/tensor_accessor.h"
 
 namespace minidl {
 
-using Shape = std::vector<std::int64_t>;
-std::string shape_str(const Shape& s);
-/// Product of the sizes; throws ValueError on negative sizes or 64-bit overflow.
-std::int64_t shape_numel(const Shape& s);
-
 class Storage;
+class Tensor;
+namespace detail {
+/// Throws unless `t` is a CPU tensor of `dtype` with `dims` dims (Tensor::accessor's checks).
+void check_accessor(const Tensor& t, DType dtype, std::size_t dims);
+}  // namespace detail
 class TensorImpl;
 namespace autograd { class Node; }
 namespace indexing { class TensorIndex; }
@@ -95,8 +98,22 @@ class Tensor {
   Tensor cpu() const { return to(Device(kCPU)); }
   Tensor cuda(int index = 0) const { return to(Device(kCUDA, index)); }
   Tensor clone() const;
+  /// The elements in row-major order (any strides; T must be the tensor's element type).
   template <class T> std::vector<T> to_vector() const;
+  /// The one element, converted to T (any dtype to any T, as to(dtype) converts).
   template <class T> T item() const;
+  /// The one element as a Scalar (floating, integral or bool as the dtype is), LibTorch's item().
+  Scalar item() const;
+  /// LibTorch's TensorAccessor (tensor_accessor.h): a[i][j] reads and writes element (i, j) through the strides.
+  /// TypeError unless T is the element type (const T for reading only) and the tensor is on the CPU, ValueError
+  /// unless it has N dims.
+  template <class T, std::size_t N> TensorAccessor<T, N> accessor() const& {
+    static_assert(N > 0, "accessor<T, N>: N must be at least 1 (read a 0-d tensor with item<T>())");
+    detail::check_accessor(*this, dtype_of<std::remove_const_t<T>>::value, N);
+    return TensorAccessor<T, N>(static_cast<T*>(data_ptr()), sizes().data(), strides().data());
+  }
+  /// An accessor of a temporary would point into sizes and data that die with it.
+  template <class T, std::size_t N> TensorAccessor<T, N> accessor() && = delete;
 
   // Views (share storage, never copy; differentiable). See ops.h for the rules of each.
   Tensor view(const Shape& shape) const;
@@ -133,7 +150,18 @@ class Tensor {
   Tensor& relu_();
   Tensor sigmoid() const;
   Tensor tanh() const;
+
+  // Linear algebra (minidl/linalg.h has the rules).
   Tensor matmul(const Tensor& other) const;
+  Tensor mm(const Tensor& mat2) const;
+  Tensor bmm(const Tensor& mat2) const;
+  Tensor mv(const Tensor& vec) const;
+  Tensor dot(const Tensor& other) const;
+  Tensor outer(const Tensor& vec2) const;
+  Tensor ger(const Tensor& vec2) const;
+  Tensor addmm(const Tensor& mat1, const Tensor& mat2, const Scalar& beta = 1, const Scalar& alpha = 1) const;
+  Tensor baddbmm(const Tensor& batch1, const Tensor& batch2, const Scalar& beta = 1, const Scalar& alpha = 1) const;
+  Tensor addmv(const Tensor& mat, const Tensor& vec, const Scalar& beta = 1, const Scalar& alpha = 1) const;
 
   // Joining, splitting, where (the functions of joining.h; defined in src/ops/joining.cpp, rearrange.cpp,
   // triangle.cpp and where.cpp).
@@ -260,6 +288,8 @@ class Tensor {
   std::shared_ptr<TensorImpl> impl_;
 };
 
+/// PyTorch's layout of the values (nested brackets, one format for all elements, and for more than 1000 elements
+/// only the first and last three along each dim around "..."), then LibTorch's type line, "[ CPUFloatType{2,3} ]".
 std::ostream& operator<<(std::ostream& os, const Tensor& t);
 
 }  // namespace minidl

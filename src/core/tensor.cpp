@@ -1,8 +1,7 @@
-// Tensor's metadata accessors, host access and printing. (Conversions and in-place ops are differentiable
-// ops: they live in src/ops.)
+// Tensor's metadata accessors and host access; printing is in print.cpp. (Conversions and in-place ops are
+// differentiable ops: they live in src/ops.)
 #include <algorithm>
 #include <cstring>
-#include <iomanip>
 #include <limits>
 
 #include "core/tensor_impl.h"
@@ -116,48 +115,25 @@ T Tensor::item() const {
 MINIDL_FORALL_DTYPES(MINIDL_INSTANTIATE_ITEM)
 #undef MINIDL_INSTANTIATE_ITEM
 
-std::ostream& operator<<(std::ostream& os, const Tensor& t) {
-  if (!t.defined()) return os << "tensor(undefined)";
-  const Tensor c = t.detach().cpu();
-  const Shape& s = c.sizes();
-  // Every value is exact in float64 except int64 beyond 2^53: those are printed from int64.
-  const bool as_int = c.dtype() == kInt64;
-  const std::vector<std::int64_t> ints = as_int ? c.to_vector<std::int64_t>() : std::vector<std::int64_t>();
-  const std::vector<double> v = as_int ? std::vector<double>() : c.to(kFloat64).to_vector<double>();
-  const std::int64_t edge = 3;  // elements shown at each end of a long dimension
-  std::ostringstream body;
-  body << std::setprecision(c.dtype() == kFloat64 ? 8 : 4);
-  if (c.dtype() == kBool) body << std::boolalpha;
-  std::function<void(std::size_t, std::int64_t)> rec = [&](std::size_t d, std::int64_t base) {
-    if (d == s.size()) {
-      const auto k = static_cast<std::size_t>(base);
-      if (as_int) {
-        body << ints[k];
-      } else if (c.dtype() == kBool) {
-        body << (v[k] != 0.0);
-      } else {
-        body << v[k];
-      }
-      return;
-    }
-    std::int64_t inner = 1;
-    for (std::size_t k = d + 1; k < s.size(); ++k) inner *= s[k];
-    body << "[";
-    for (std::int64_t i = 0; i < s[d]; ++i) {
-      if (s[d] > 2 * edge && i == edge) {
-        body << "..., ";
-        i = s[d] - edge;
-      }
-      rec(d + 1, base + i * inner);
-      if (i + 1 < s[d]) body << (d + 1 == s.size() ? ", " : ",\n" + std::string(d + 8, ' '));
-    }
-    body << "]";
-  };
-  rec(0, 0);
-  os << "tensor(" << body.str() << ", shape=" << shape_str(s) << ", dtype=" << t.dtype();
-  if (t.is_cuda()) os << ", device=" << t.device();
-  if (t.requires_grad()) os << ", requires_grad=true";
-  return os << ")";
+Scalar Tensor::item() const {
+  switch (category(dtype())) {
+    case DTypeCategory::Floating: return item<double>();
+    case DTypeCategory::Integral: return item<std::int64_t>();
+    case DTypeCategory::Boolean: break;
+  }
+  return item<bool>();
 }
+
+namespace detail {
+void check_accessor(const Tensor& t, DType dtype, std::size_t dims) {
+  MINIDL_CHECK(t.defined(), ValueError, "accessor: called on an undefined tensor");
+  MINIDL_CHECK(t.dtype() == dtype, TypeError, "accessor<", dtype_name(dtype), ", ", dims, ">: the tensor has dtype ",
+               t.dtype(), " (the element type must be the tensor's; convert with .to(dtype) first)");
+  MINIDL_CHECK(t.dim() == static_cast<std::int64_t>(dims), ValueError, "accessor<", dtype_name(dtype), ", ", dims,
+               ">: expected a tensor of ", dims, " dims, found ", t.dim(), " (shape ", shape_str(t.sizes()), ")");
+  MINIDL_CHECK(t.is_cpu(), TypeError, "accessor<", dtype_name(dtype), ", ", dims, ">: the tensor is on ", t.device(),
+               "; an accessor reads host memory (copy it with .cpu() first)");
+}
+}  // namespace detail
 
 }  // namespace minidl

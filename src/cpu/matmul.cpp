@@ -1,4 +1,9 @@
-// CPU batched matrix product (see kernels/backend.h) on the library's own GEMM (cpu/gemm.h).
+// CPU batched matrix product (see kernels/backend.h): floating types on the library's own GEMM (cpu/gemm.h),
+// integer types (as PyTorch's CPU computes them, wrapping on overflow) on a plain row loop.
+#include <algorithm>
+#include <type_traits>
+#include <vector>
+
 #include "cpu/gemm.h"
 #include "cpu/parallel.h"
 #include "kernels/backend.h"
@@ -6,29 +11,78 @@
 
 namespace minidl {
 namespace cpu {
+namespace {
 
-void matmul(const Tensor& a, const Tensor& b, Tensor& out, std::int64_t batch, std::int64_t m, std::int64_t n,
-            std::int64_t k, bool trans_a, bool trans_b) {
-  kernels::dispatch_floating(out.dtype(), "matmul", [&](auto tag) {
-    using T = typename decltype(tag)::type;
-    // Transposed operands are strided views: no copies.
-    const auto item = [&](std::int64_t i) -> GemmArgs<T> {
-      return {m, n, k,
-              {a.data_ptr<T>() + i * m * k, trans_a ? 1 : k, trans_a ? m : 1},
-              {b.data_ptr<T>() + i * k * n, trans_b ? 1 : n, trans_b ? k : 1},
-              {out.data_ptr<T>() + i * m * n, n, 1},
-              false};
-    };
-    // Products too small to split (gemm_parallel would run them on this thread) are spread over the pool
-    // whole instead.
-    const double flops = 2.0 * static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-    if (batch > 1 && flops < kGemmSplitFlops) {
-      parallel_for(batch, flops / 8.0, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t i = begin; i < end; ++i) gemm(item(i));
-      });
-      return;
+using i64 = std::int64_t;
+using MatmulTypes = kernels::DTypeSet<DType::Float32, DType::Float64, DType::Int64, DType::Int32, DType::UInt8>;
+
+/// Element (r, c) of op(operand) is at r * rs + c * cs from its matrix's start.
+struct Strides {
+  i64 rs, cs;
+};
+Strides op_strides(const kernels::MatmulOperand& o) { return o.trans ? Strides{1, o.ld} : Strides{o.ld, 1}; }
+
+/// out[i] = op(a[i]) * op(b[i]) for integers: each output row accumulates rows of op(b), which walks op(b) along its
+/// rows (contiguous unless b is transposed). Sums wrap as two's complement, as PyTorch's integer products do.
+template <class T>
+void integer_matmul(const T* a, const T* b, T* out, const kernels::MatmulLayout& l) {
+  using U = std::make_unsigned_t<T>;  // unsigned arithmetic wraps where signed overflow would be undefined
+  const Strides sa = op_strides(l.a), sb = op_strides(l.b);
+  const double row_cost = 2.0 * static_cast<double>(l.n) * static_cast<double>(l.k);
+  parallel_for(l.batch * l.m, row_cost, [&](i64 begin, i64 end) {
+    std::vector<U> acc(static_cast<std::size_t>(l.n));
+    for (i64 row = begin; row < end; ++row) {
+      const i64 i = row / l.m, r = row % l.m;
+      const T* ar = a + i * l.a.batch_stride + r * sa.rs;
+      const T* bi = b + i * l.b.batch_stride;
+      std::fill(acc.begin(), acc.end(), U(0));
+      for (i64 p = 0; p < l.k; ++p) {
+        const U x = static_cast<U>(ar[p * sa.cs]);
+        const T* bp = bi + p * sb.rs;
+        for (i64 c = 0; c < l.n; ++c)
+          acc[static_cast<std::size_t>(c)] += static_cast<U>(x * static_cast<U>(bp[c * sb.cs]));
+      }
+      T* o = out + row * l.n;
+      for (i64 c = 0; c < l.n; ++c) o[c] = static_cast<T>(acc[static_cast<std::size_t>(c)]);
     }
-    for (std::int64_t i = 0; i < batch; ++i) gemm_parallel(item(i));
+  });
+}
+
+template <class T>
+void floating_matmul(const T* a, const T* b, T* out, const kernels::MatmulLayout& l) {
+  const Strides sa = op_strides(l.a), sb = op_strides(l.b);
+  const auto item = [&](i64 i) -> GemmArgs<T> {
+    return {l.m,
+            l.n,
+            l.k,
+            {a + i * l.a.batch_stride, sa.rs, sa.cs},
+            {b + i * l.b.batch_stride, sb.rs, sb.cs},
+            {out + i * l.m * l.n, l.n, 1},
+            false};
+  };
+  // Products too small to split (gemm_parallel would run them on this thread) are spread over the pool whole
+  // instead.
+  const double flops = 2.0 * static_cast<double>(l.m) * static_cast<double>(l.n) * static_cast<double>(l.k);
+  if (l.batch > 1 && flops < kGemmSplitFlops) {
+    parallel_for(l.batch, flops / 8.0, [&](i64 begin, i64 end) {
+      for (i64 i = begin; i < end; ++i) gemm(item(i));
+    });
+    return;
+  }
+  for (i64 i = 0; i < l.batch; ++i) gemm_parallel(item(i));
+}
+
+}  // namespace
+
+void matmul(const Tensor& a, const Tensor& b, Tensor& out, const kernels::MatmulLayout& layout) {
+  if (out.numel() == 0) return;
+  kernels::dispatch(MatmulTypes{}, out.dtype(), "matmul", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if constexpr (std::is_floating_point_v<T>) {
+      floating_matmul(a.data_ptr<T>(), b.data_ptr<T>(), out.data_ptr<T>(), layout);
+    } else {
+      integer_matmul(a.data_ptr<T>(), b.data_ptr<T>(), out.data_ptr<T>(), layout);
+    }
   });
 }
 

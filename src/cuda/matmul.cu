@@ -6,10 +6,10 @@
 // (conv2d.cpp), the first call of each shape asks cuBLASLt's heuristic for up to kMaxCandidates algorithms, runs
 // each on the real buffers and keeps the fastest; later calls only launch it.
 //
-// A plan is keyed by the shape (batch, m, n, k, transposes), the compute type (TF32 or full FP32), whether
-// candidates may be timed (timed_algorithm_search(), the rule the convolutions use: each setting keeps its own
-// choices), the alignment of the three pointers (the heuristic only offers algorithms the buffers' alignment
-// allows, and views such as a data loader's batch rows start anywhere), and the device. With the benchmark
+// A plan is keyed by the shape (batch, m, n, k, transposes, row and batch strides), the compute type (TF32 or
+// full FP32), whether candidates may be timed (timed_algorithm_search(), the rule the convolutions use: each
+// setting keeps its own choices), the alignment of the three pointers (the heuristic only offers algorithms the
+// buffers' alignment allows, and views such as a data loader's batch rows start anywhere), and the device. With the benchmark
 // setting off, in deterministic mode, or during CUDA-graph capture (where nothing runs, so nothing can be timed),
 // the heuristic's first algorithm is taken and kept: run one step eagerly before capturing to get the measured
 // choice.
@@ -95,6 +95,7 @@ Layout make_layout(std::int64_t rows, std::int64_t cols, std::int64_t ld, std::i
 struct Problem {
   std::int64_t batch, m, n, k;
   bool ta, tb;
+  std::int64_t lda, ldb, stride_a, stride_b;  // as kernels::MatmulOperand's
   cublasComputeType_t compute;
   bool benchmark;
   std::uint32_t align_a, align_b, align_out;  // bytes
@@ -107,9 +108,17 @@ std::uint32_t alignment(const void* p) {
   return static_cast<std::uint32_t>(a);
 }
 
+kernels::MatmulLayout layout_of(const Problem& p) {
+  return {p.batch, p.m, p.n, p.k, {p.ta, p.lda, p.stride_a}, {p.tb, p.ldb, p.stride_b}};
+}
+
 std::string describe(const Problem& p) {
+  const std::string strides =
+      layout_of(p).is_dense() ? ""
+                              : detail::str(", rows ", p.lda, "/", p.ldb, " and matrices ", p.stride_a, "/",
+                                            p.stride_b, " elements apart");
   return detail::str("matmul batch ", p.batch, ", ", p.m, "x", p.k, (p.ta ? " (a transposed)" : ""), " times ", p.k,
-                     "x", p.n, (p.tb ? " (b transposed)" : ""), ", float32",
+                     "x", p.n, (p.tb ? " (b transposed)" : ""), ", float32", strides,
                      p.compute == CUBLAS_COMPUTE_32F_FAST_TF32 ? ", TF32 allowed" : "", ", alignment ", p.align_a,
                      "/", p.align_b, "/", p.align_out, " bytes",
                      p.benchmark ? "" : ", untimed (benchmark off or deterministic)");
@@ -135,8 +144,10 @@ struct Plan {
     const std::int32_t op_b = p.tb ? CUBLAS_OP_T : CUBLAS_OP_N, op_a = p.ta ? CUBLAS_OP_T : CUBLAS_OP_N;
     MINIDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(raw, CUBLASLT_MATMUL_DESC_TRANSA, &op_b, sizeof(op_b)));
     MINIDL_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(raw, CUBLASLT_MATMUL_DESC_TRANSB, &op_a, sizeof(op_a)));
-    lt_a = p.tb ? make_layout(p.k, p.n, p.k, p.batch, p.k * p.n) : make_layout(p.n, p.k, p.n, p.batch, p.k * p.n);
-    lt_b = p.ta ? make_layout(p.m, p.k, p.m, p.batch, p.m * p.k) : make_layout(p.k, p.m, p.k, p.batch, p.m * p.k);
+    lt_a = p.tb ? make_layout(p.k, p.n, p.ldb, p.batch, p.stride_b)
+                : make_layout(p.n, p.k, p.ldb, p.batch, p.stride_b);
+    lt_b = p.ta ? make_layout(p.m, p.k, p.lda, p.batch, p.stride_a)
+                : make_layout(p.k, p.m, p.lda, p.batch, p.stride_a);
     lt_c = make_layout(p.n, p.m, p.n, p.batch, p.m * p.n);
   }
 };
@@ -216,11 +227,11 @@ void choose(Plan& pl, const Problem& p, const float* a, const float* b, float* o
   pl.workspace_bytes = usable[pick].workspaceSize;
 }
 
-using Key = std::array<std::int64_t, 12>;
+using Key = std::array<std::int64_t, 16>;
 
 Key make_key(const Problem& p) {
-  return {p.batch, p.m, p.n, p.k, p.ta, p.tb, static_cast<std::int64_t>(p.compute), p.benchmark, p.align_a,
-          p.align_b, p.align_out, current_device()};
+  return {p.batch, p.m, p.n, p.k, p.ta, p.tb, p.lda, p.ldb, p.stride_a, p.stride_b,
+          static_cast<std::int64_t>(p.compute), p.benchmark, p.align_a, p.align_b, p.align_out, current_device()};
 }
 
 /// Every plan of the process; plans live until the process ends and are not changed once chosen, so callers
@@ -259,13 +270,13 @@ std::string describe_choice(const Plan& pl) {
 
 }  // namespace
 
-void lt_matmul(const float* a, const float* b, float* out, std::int64_t batch, std::int64_t m, std::int64_t n,
-               std::int64_t k, bool ta, bool tb) {
-  if (k == 0) {  // an empty sum; cuBLASLt rejects zero-sized layouts
-    MINIDL_CUDA_CHECK(cudaMemsetAsync(out, 0, static_cast<std::size_t>(batch * m * n) * sizeof(float), stream()));
+void lt_matmul(const float* a, const float* b, float* out, const kernels::MatmulLayout& l) {
+  if (l.k == 0) {  // an empty sum; cuBLASLt rejects zero-sized layouts
+    MINIDL_CUDA_CHECK(
+        cudaMemsetAsync(out, 0, static_cast<std::size_t>(l.batch * l.m * l.n) * sizeof(float), stream()));
     return;
   }
-  const Problem p{batch, m, n, k, ta, tb,
+  const Problem p{l.batch, l.m, l.n, l.k, l.a.trans, l.b.trans, l.a.ld, l.b.ld, l.a.batch_stride, l.b.batch_stride,
                   cuda::allow_tf32_matmul() ? CUBLAS_COMPUTE_32F_FAST_TF32 : CUBLAS_COMPUTE_32F,
                   timed_algorithm_search(), alignment(a), alignment(b), alignment(out)};
   const Plan* plan = nullptr;
@@ -289,25 +300,27 @@ namespace {
 using i64 = std::int64_t;
 }  // namespace
 
-void matmul(const Tensor& a, const Tensor& b, Tensor& out, i64 batch, i64 m, i64 n, i64 k, bool ta, bool tb) {
+void matmul(const Tensor& a, const Tensor& b, Tensor& out, const kernels::MatmulLayout& l) {
   if (out.numel() == 0) return;
+  MINIDL_CHECK(out.dtype() == kFloat32 || out.dtype() == kFloat64, TypeError,
+               "matmul: CUDA takes float32 and float64 operands; found ", out.dtype());
   // cuBLAS takes sizes and leading dimensions as int (the batch strides are 64-bit).
-  for (const auto& [name, v] : {std::pair<const char*, i64>{"batch", batch}, {"m", m}, {"n", n}, {"k", k}}) {
+  for (const auto& [name, v] : {std::pair<const char*, i64>{"batch", l.batch}, {"m", l.m}, {"n", l.n}, {"k", l.k},
+                                {"lda", l.a.ld}, {"ldb", l.b.ld}}) {
     MINIDL_CHECK(v <= std::numeric_limits<int>::max(), ValueError, "matmul: ", name, " = ", v,
                  " exceeds cuBLAS's limit of ", std::numeric_limits<int>::max(), " (shapes ", shape_str(a.sizes()),
                  " and ", shape_str(b.sizes()), ")");
   }
   // float32 goes through cuBLASLt with an algorithm timed per shape (matmul.cu).
-  if (out.dtype() == kFloat32) {
-    return lt_matmul(a.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(), batch, m, n, k, ta, tb);
-  }
+  if (out.dtype() == kFloat32) return lt_matmul(a.data_ptr<float>(), b.data_ptr<float>(), out.data_ptr<float>(), l);
   // Row-major C = op(A)·op(B) is column-major C^T = op(B)^T·op(A)^T: swap the operands, keep the flags.
-  const cublasOperation_t opb = tb ? CUBLAS_OP_T : CUBLAS_OP_N, opa = ta ? CUBLAS_OP_T : CUBLAS_OP_N;
-  const int ldb = static_cast<int>(tb ? k : n), lda = static_cast<int>(ta ? m : k), ldc = static_cast<int>(n);
+  const cublasOperation_t opb = l.b.trans ? CUBLAS_OP_T : CUBLAS_OP_N, opa = l.a.trans ? CUBLAS_OP_T : CUBLAS_OP_N;
+  const int ldb = static_cast<int>(l.b.ld), lda = static_cast<int>(l.a.ld), ldc = static_cast<int>(l.n);
   const double alpha = 1.0, beta = 0.0;
-  MINIDL_CUBLAS_CHECK(cublasDgemmStridedBatched(cublas(), opb, opa, (int)n, (int)m, (int)k, &alpha, b.data_ptr<double>(),
-                                                ldb, k * n, a.data_ptr<double>(), lda, m * k, &beta,
-                                                out.data_ptr<double>(), ldc, m * n, (int)batch));
+  MINIDL_CUBLAS_CHECK(cublasDgemmStridedBatched(
+      cublas(), opb, opa, static_cast<int>(l.n), static_cast<int>(l.m), static_cast<int>(l.k), &alpha,
+      b.data_ptr<double>(), ldb, l.b.batch_stride, a.data_ptr<double>(), lda, l.a.batch_stride, &beta,
+      out.data_ptr<double>(), ldc, l.m * l.n, static_cast<int>(l.batch)));
 }
 
 std::vector<std::string> matmul_algorithm_choices() {

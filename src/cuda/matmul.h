@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "kernels/matmul_layout.h"
+
 namespace minidl {
 namespace gpu {
 
@@ -14,11 +16,10 @@ namespace gpu {
 /// a graph capture keeps the capture free of the library's set-up.
 cublasLtHandle_t cublaslt();
 
-/// Row-major out[i] = op(a[i])·op(b[i]) for i < batch, on stream(): op(a[i]) is m x k (a[i] stored k x m when
-/// ta), op(b[i]) is k x n (b[i] stored n x k when tb); the matrices of a batch follow each other densely. All
-/// sizes are at least 1 except k (k = 0 writes zeros) and fit in an int (gpu::matmul checks).
-void lt_matmul(const float* a, const float* b, float* out, std::int64_t batch, std::int64_t m, std::int64_t n,
-               std::int64_t k, bool ta, bool tb);
+/// Row-major out[i] = op(a[i])·op(b[i]) for i < l.batch, on stream(), the operands placed as `l` says
+/// (kernels/matmul_layout.h); out is dense. All sizes are at least 1 except k (k = 0 writes zeros) and fit in an
+/// int (gpu::matmul checks).
+void lt_matmul(const float* a, const float* b, float* out, const kernels::MatmulLayout& l);
 
 /// What the per-shape search has decided so far, one line per shape and settings: the cuBLASLt algorithm
 /// (id, tile, split-K, reduction scheme), its workspace, its measured time and that of the heuristic's first.

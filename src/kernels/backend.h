@@ -17,6 +17,7 @@
 #include "kernels/dispatch_types.h"
 #include "kernels/elementwise.h"
 #include "kernels/index_geometry.h"
+#include "kernels/matmul_layout.h"
 #include "kernels/optim_update.h"
 #include "kernels/params.h"
 #include "minidl/config.h"
@@ -80,11 +81,17 @@
   void scatter_reduced(const Tensor& grad, const Tensor& indices, std::int64_t outer, std::int64_t n,                \
                        std::int64_t inner, Tensor& dx);
 
-// ---- matmul: src/cpu/matmul.cpp, src/cuda/matmul.cu -----------------------------------------------------
+// ---- matmul: src/cpu/matmul.cpp, src/cuda/matmul.cu (operand geometry: kernels/matmul_layout.h) ---------
 #define MINIDL_MATMUL_KERNELS                                                                                        \
-  /* out[b] = op(a[b]) * op(b[b]) with a: (batch, m, k) or (batch, k, m) when trans_a, likewise b. */                \
-  void matmul(const Tensor& a, const Tensor& b, Tensor& out, std::int64_t batch, std::int64_t m,                     \
-              std::int64_t n, std::int64_t k, bool trans_a, bool trans_b);
+  /* out (batch, m, n), dense, = op(a[i]) * op(b[i]) for the operands `layout` places from a's and b's first */     \
+  /* elements (strided or broadcast batches, row strides, transposes); one dtype throughout. The CPU takes */        \
+  /* float32, float64, int64, int32 and uint8 (integer products wrap), CUDA float32 and float64. */                 \
+  void matmul(const Tensor& a, const Tensor& b, Tensor& out, const kernels::MatmulLayout& layout);                   \
+  /* The dense blocks of MatmulLayout::dense: a (batch, m, k), or (batch, k, m) when trans_a, likewise b. */         \
+  inline void matmul(const Tensor& a, const Tensor& b, Tensor& out, std::int64_t batch, std::int64_t m,              \
+                     std::int64_t n, std::int64_t k, bool trans_a, bool trans_b) {                                   \
+    matmul(a, b, out, kernels::MatmulLayout::dense(batch, m, n, k, trans_a, trans_b));                               \
+  }
 
 // ---- softmax: src/cpu/softmax.cpp, src/cuda/softmax.cu --------------------------------------------------
 #define MINIDL_SOFTMAX_KERNELS                                                                                       \

@@ -56,6 +56,8 @@ template StridedIndex<2> strided_index<2>(const std::vector<std::int64_t>&,
                                           const std::array<std::vector<std::int64_t>, 2>&, const char*);
 template StridedIndex<3> strided_index<3>(const std::vector<std::int64_t>&,
                                           const std::array<std::vector<std::int64_t>, 3>&, const char*);
+template StridedIndex<4> strided_index<4>(const std::vector<std::int64_t>&,
+                                          const std::array<std::vector<std::int64_t>, 4>&, const char*);
 
 std::int64_t repeat_period(const std::vector<std::int64_t>& operand, const std::vector<std::int64_t>& out) {
   const auto first = std::find_if(operand.begin(), operand.end(), [](std::int64_t d) { return d != 1; });

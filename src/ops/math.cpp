@@ -295,7 +295,13 @@ Tensor fmod(const Tensor& a_in, const Scalar& s) {
   MINIDL_CHECK(t != kBool, TypeError, "fmod: not implemented for bool tensors");
   MINIDL_CHECK(!is_integral(t, false) || s.to_long() != 0, ValueError, "fmod: integer division by zero ('other' is 0)");
   Tensor a = ops::scalar_operand(a_in, s, "fmod");
-  Tensor out = unary_forward(UnaryOp::FmodScalar, s.to_double(), a, "fmod");
+  // PyTorch casts the divisor to the op's dtype first (0.3 is 0.30078125 for a bfloat16 tensor).
+  double divisor = s.to_double();
+  kernels::dispatch_all(t, "fmod", [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    divisor = kernels::convert<double>(kernels::convert<T>(divisor));
+  });
+  Tensor out = unary_forward(UnaryOp::FmodScalar, divisor, a, "fmod");
   return autograd::record(out, "FmodBackward", {a}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
 }
 

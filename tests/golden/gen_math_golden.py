@@ -199,9 +199,13 @@ def binary_cases():
         case(f"fmod_{dt}", "fmod", torch.fmod, [x, y])
         case(f"remainder_{dt}", "remainder", torch.remainder, [x, y])
     case("fmod_uint8", "fmod", torch.fmod, [d.ints((8,), 0, 200, torch.uint8), d.ints((8,), 1, 9, torch.uint8)])
-    for i, (dt, s) in enumerate((("float32", 1.5), ("float64", -2.25), ("int64", 3), ("int32", -4), ("int64", 2.5))):
-        x = d.uniform((3, 4), -7, 7, DTYPES[dt]) if dt.startswith("float") else d.ints((3, 4), -20, 21, DTYPES[dt])
-        case(f"fmod_scalar_{i}", "fmod_scalar", lambda t, s=s: torch.fmod(t, s), [x], {"other": s})
+    for i, (dt, s) in enumerate((("float32", 1.5), ("float64", -2.25), ("int64", 3), ("int32", -4), ("int64", 2.5),
+                                 ("float32", 0.3), ("bfloat16", 0.3), ("float16", -0.7))):
+        x = d.uniform((3, 4), -7, 7, DTYPES[dt]) if dt.startswith("float") or dt.endswith("16") else \
+            d.ints((3, 4), -20, 21, DTYPES[dt])
+        # PyTorch casts the scalar to the tensor's floating dtype (0.3 is 0.30078125 in bfloat16).
+        held = float(torch.tensor(s, dtype=x.dtype)) if x.is_floating_point() else s
+        case(f"fmod_scalar_{i}", "fmod_scalar", lambda t, held=held: torch.fmod(t, held), [x], {"other": s})
 
 
 def clamp_cases():

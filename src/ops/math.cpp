@@ -96,10 +96,8 @@ DType convert_operands(std::vector<Tensor*> operands, const char* name) {
   for (Tensor* t : operands) all.push_back(*t);
   const DType t = ops::result_type_of(all, {}, name);
   for (Tensor* op : operands) {
-    MINIDL_CHECK(op->device() == operands[0]->device(), TypeError, name,
-                 ": expected all tensors on the same device, "
-                 "found ",
-                 operands[0]->device(), " and ", op->device());
+    MINIDL_CHECK(op->device() == operands[0]->device(), TypeError, name, ": expected all tensors on the same "
+                 "device, found ", operands[0]->device(), " and ", op->device());
     if (op->dtype() != t) *op = op->to(t);
   }
   return t;

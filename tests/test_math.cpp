@@ -916,7 +916,8 @@ void compare_devices(const DeviceCase& c, DType dt, const Shape& shape, int layo
   y_cpu.backward(upstream);
   y_gpu.backward(upstream.cuda());
   for (int k = 0; k < c.arity; ++k) {
-    expect_same(gpu_in[k].grad(), cpu_in[k].grad(), what + " gradient of input " + std::to_string(k), 4.0);
+    // A backward rule composes a few ops, each rounding on both devices.
+    expect_same(gpu_in[k].grad(), cpu_in[k].grad(), what + " gradient of input " + std::to_string(k), 8.0);
   }
 }
 

@@ -9,6 +9,7 @@
 #include "minidl/factories.h"
 #include "minidl/linalg.h"
 #include "minidl/ops.h"
+#include "minidl/math.h"
 #include "minidl/tensor.h"
 #include "minidl/nn.h"
 #include "minidl/threads.h"

@@ -141,15 +141,126 @@ class Tensor {
   Tensor max(std::int64_t dim, bool keepdim = false) const;
   Tensor argmax(std::int64_t dim, bool keepdim = false) const;
 
-  // Elementwise math as methods (the free functions in ops.h are the same ops).
-  Tensor exp() const;
-  Tensor log() const;
-  Tensor sqrt() const;
+  // ---- elementwise math: the free functions of ops.h and math.h as methods (src/ops/elementwise.cpp,
+  // src/ops/math.cpp); the in-place forms (name_) follow the in-place rules below.
+  Tensor add(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor add(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Tensor& other, const Scalar& alpha = 1) const;
+  Tensor sub(const Scalar& other, const Scalar& alpha = 1) const;
+  Tensor mul(const Tensor& other) const;
+  Tensor mul(const Scalar& other) const;
+  Tensor div(const Tensor& other) const;
+  Tensor div(const Scalar& other) const;
+  Tensor floor_divide(const Tensor& other) const;
+  Tensor floor_divide(const Scalar& other) const;
+  Tensor remainder(const Tensor& other) const;
+  Tensor remainder(const Scalar& other) const;
+  Tensor fmod(const Tensor& other) const;
+  Tensor fmod(const Scalar& other) const;
+  Tensor pow(const Tensor& exponent) const;
   Tensor pow(double exponent) const;
-  Tensor relu() const;
-  Tensor& relu_();
-  Tensor sigmoid() const;
+  Tensor maximum(const Tensor& other) const;
+  Tensor minimum(const Tensor& other) const;
+  Tensor atan2(const Tensor& other) const;
+  Tensor hypot(const Tensor& other) const;
+  Tensor lerp(const Tensor& end, const Scalar& weight) const;
+  Tensor lerp(const Tensor& end, const Tensor& weight) const;
+  Tensor neg() const;
+  Tensor abs() const;
+  Tensor sign() const;
+  Tensor square() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor reciprocal() const;
+  Tensor exp() const;
+  Tensor exp2() const;
+  Tensor expm1() const;
+  Tensor log() const;
+  Tensor log2() const;
+  Tensor log10() const;
+  Tensor log1p() const;
+  Tensor sin() const;
+  Tensor cos() const;
+  Tensor tan() const;
+  Tensor asin() const;
+  Tensor acos() const;
+  Tensor atan() const;
+  Tensor sinh() const;
+  Tensor cosh() const;
   Tensor tanh() const;
+  Tensor sigmoid() const;
+  Tensor relu() const;
+  Tensor erf() const;
+  Tensor erfc() const;
+  Tensor floor() const;
+  Tensor ceil() const;
+  Tensor round() const;
+  Tensor round(std::int64_t decimals) const;
+  Tensor trunc() const;
+  Tensor clamp(const std::optional<Scalar>& min, const std::optional<Scalar>& max = std::nullopt) const;
+  Tensor clamp(const std::optional<Tensor>& min = std::nullopt, const std::optional<Tensor>& max = std::nullopt) const;
+  Tensor clamp_min(const Scalar& min) const;
+  Tensor clamp_min(const Tensor& min) const;
+  Tensor clamp_max(const Scalar& max) const;
+  Tensor clamp_max(const Tensor& max) const;
+  Tensor isnan() const;
+  Tensor isinf() const;
+  Tensor isfinite() const;
+  Tensor eq(const Tensor& other) const;
+  Tensor eq(const Scalar& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor ne(const Scalar& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor lt(const Scalar& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor le(const Scalar& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor gt(const Scalar& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor ge(const Scalar& other) const;
+  Tensor logical_and(const Tensor& other) const;
+  Tensor logical_or(const Tensor& other) const;
+  Tensor logical_xor(const Tensor& other) const;
+  Tensor logical_not() const;
+  Tensor& sub_(const Tensor& other, const Scalar& alpha = 1);
+  Tensor& sub_(const Scalar& other, const Scalar& alpha = 1);
+  Tensor& mul_(const Tensor& other);
+  Tensor& div_(const Tensor& other);
+  Tensor& div_(const Scalar& other);
+  Tensor& pow_(double exponent);
+  Tensor& lerp_(const Tensor& end, const Scalar& weight);
+  Tensor& lerp_(const Tensor& end, const Tensor& weight);
+  Tensor& neg_();
+  Tensor& abs_();
+  Tensor& square_();
+  Tensor& sqrt_();
+  Tensor& rsqrt_();
+  Tensor& reciprocal_();
+  Tensor& exp_();
+  Tensor& log_();
+  Tensor& sin_();
+  Tensor& cos_();
+  Tensor& tanh_();
+  Tensor& sigmoid_();
+  Tensor& relu_();
+  Tensor& floor_();
+  Tensor& ceil_();
+  Tensor& round_();
+  Tensor& trunc_();
+  Tensor& clamp_(const std::optional<Scalar>& min, const std::optional<Scalar>& max = std::nullopt);
+  Tensor& clamp_(const std::optional<Tensor>& min = std::nullopt, const std::optional<Tensor>& max = std::nullopt);
+  Tensor& clamp_min_(const Scalar& min);
+  Tensor& clamp_max_(const Scalar& max);
+  Tensor& operator+=(const Tensor& other) { return add_(other); }
+  Tensor& operator+=(const Scalar& other) { return add_(other); }
+  Tensor& operator-=(const Tensor& other) { return sub_(other); }
+  Tensor& operator-=(const Scalar& other) { return sub_(other); }
+  Tensor& operator*=(const Tensor& other) { return mul_(other); }
+  Tensor& operator*=(const Scalar& other) { return mul_(other); }
+  Tensor& operator/=(const Tensor& other) { return div_(other); }
+  Tensor& operator/=(const Scalar& other) { return div_(other); }
+  // ---- end of elementwise math
+
 
   // Linear algebra (minidl/linalg.h has the rules).
   Tensor matmul(const Tensor& other) const;
@@ -201,7 +312,7 @@ class Tensor {
   Tensor& copy_(const Tensor& src);
   Tensor& add_(const Tensor& other, const Scalar& alpha = 1);
   Tensor& mul_(const Scalar& value);
-  Tensor& add_(const Scalar& value);
+  Tensor& add_(const Scalar& other, const Scalar& alpha = 1);
 
   // ---- Indexing (include/minidl/indexing.h says what each does; src/ops/indexing.cpp, gather_scatter.cpp,
   // index_select.cpp). Call them with minidl/indexing.h included (minidl.h does).

@@ -1,4 +1,4 @@
-// CPU elementwise kernels (see kernels/backend.h): unary and binary ops from the functors of
+// CPU elementwise kernels (see kernels/backend.h): unary, binary and ternary ops from the functors of
 // kernels/elementwise.h, on the library's thread pool. Broadcasting with arbitrary strides indexes by hand.
 #include "cpu/cpu_clones.h"
 #include "cpu/parallel.h"
@@ -23,6 +23,11 @@ template <class S, class O, class F>
 MINIDL_CPU_CLONES void map_binary(F f, const S* x, const S* y, O* out, std::int64_t begin, std::int64_t end) {
   for (std::int64_t i = begin; i < end; ++i) out[i] = f(x[i], y[i]);
 }
+template <class S, class O, class F>
+MINIDL_CPU_CLONES void map_ternary(F f, const S* x, const S* y, const S* z, O* out, std::int64_t begin,
+                                   std::int64_t end) {
+  for (std::int64_t i = begin; i < end; ++i) out[i] = f(x[i], y[i], z[i]);
+}
 
 /// Cycles per element of a functor (an estimate for parallel_for's split), and of one through index arithmetic.
 constexpr double kElementwiseCost = 10;
@@ -32,12 +37,11 @@ constexpr std::int64_t kMinRepeatPeriod = 16;
 
 }  // namespace
 
-void unary(kernels::UnaryOp op, double alpha, const Tensor& x, Tensor& out) {
+void unary(kernels::UnaryOp op, const kernels::OpScalars& s, const Tensor& x, Tensor& out) {
   kernels::dispatch_in_out(x.dtype(), out.dtype(), kernels::op_name(op), [&](auto stag, auto otag) {
     using S = typename decltype(stag)::type;
     using O = typename decltype(otag)::type;
-    using C = kernels::opmath_t<S>;
-    kernels::visit_unary<C>(op, kernels::convert<C>(alpha), [&](auto f) {
+    kernels::visit_unary<S, O>(op, s, [&](auto f) {
       const S* px = x.data_ptr<S>();
       O* po = out.data_ptr<O>();
       if (x.is_contiguous() && out.is_contiguous()) {
@@ -57,12 +61,11 @@ void unary(kernels::UnaryOp op, double alpha, const Tensor& x, Tensor& out) {
   });
 }
 
-void binary(kernels::BinaryOp op, double alpha, const Tensor& a, const Tensor& b, Tensor& out) {
+void binary(kernels::BinaryOp op, const kernels::OpScalars& s, const Tensor& a, const Tensor& b, Tensor& out) {
   kernels::dispatch_in_out(a.dtype(), out.dtype(), kernels::op_name(op), [&](auto stag, auto otag) {
     using S = typename decltype(stag)::type;
     using O = typename decltype(otag)::type;
-    using C = kernels::opmath_t<S>;
-    kernels::visit_binary<C>(op, kernels::convert<C>(alpha), [&](auto f) {
+    kernels::visit_binary<S, O>(op, s, [&](auto f) {
       const S* pa = a.data_ptr<S>();
       const S* pb = b.data_ptr<S>();
       O* po = out.data_ptr<O>();
@@ -99,6 +102,40 @@ void binary(kernels::BinaryOp op, double alpha, const Tensor& a, const Tensor& b
           std::int64_t off[3];
           si.offsets(i, off);
           po[off[0]] = f(pa[off[1]], pb[off[2]]);
+        }
+      });
+    });
+  });
+}
+
+void ternary(kernels::TernaryOp op, const kernels::OpScalars& s, const Tensor& a, const Tensor& b, const Tensor& c,
+             Tensor& out) {
+  kernels::dispatch_in_out(a.dtype(), out.dtype(), kernels::op_name(op), [&](auto stag, auto otag) {
+    using S = typename decltype(stag)::type;
+    using O = typename decltype(otag)::type;
+    kernels::visit_ternary<S, O>(op, s, [&](auto f) {
+      const S* pa = a.data_ptr<S>();
+      const S* pb = b.data_ptr<S>();
+      const S* pc = c.data_ptr<S>();
+      O* po = out.data_ptr<O>();
+      const Shape& shape = out.sizes();
+      if (a.is_contiguous() && b.is_contiguous() && c.is_contiguous() && out.is_contiguous() && a.sizes() == shape &&
+          b.sizes() == shape && c.sizes() == shape) {
+        parallel_for(out.numel(), kElementwiseCost,
+                     [&](std::int64_t begin, std::int64_t end) { map_ternary(f, pa, pb, pc, po, begin, end); });
+        return;
+      }
+      const auto si = kernels::strided_index<4>(
+          shape,
+          {out.strides(), kernels::broadcast_strides(a.sizes(), a.strides(), shape),
+           kernels::broadcast_strides(b.sizes(), b.strides(), shape),
+           kernels::broadcast_strides(c.sizes(), c.strides(), shape)},
+          kernels::op_name(op));
+      parallel_for(out.numel(), kStridedCost, [&](std::int64_t begin, std::int64_t end) {
+        for (std::int64_t i = begin; i < end; ++i) {
+          std::int64_t off[4];
+          si.offsets(i, off);
+          po[off[0]] = f(pa[off[1]], pb[off[2]], pc[off[3]]);
         }
       });
     });

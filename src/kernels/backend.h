@@ -65,12 +65,15 @@
   void dropout(const Tensor& x, double p, Tensor& out, Tensor& mask);
 
 // ---- elementwise: src/cpu/elementwise.cpp, src/cuda/elementwise.cu (functors in kernels/elementwise.h) ------
+// The inputs share one dtype and any strides, and broadcast to out's shape; out has their dtype, or bool for
+// the ops that kernels::returns_bool, any strides, and may be one of the inputs. A dtype the op does not run on
+// is a TypeError (kernels::visit_*).
 #define MINIDL_ELEMENTWISE_KERNELS                                                                                   \
-  /* x and out: one shape and dtype, any strides (out may be x). */                                                  \
-  void unary(kernels::UnaryOp op, double alpha, const Tensor& x, Tensor& out);                                       \
-  /* a and b (one dtype, any strides) broadcast to out's shape; out has their dtype, or bool for the ops that */     \
-  /* kernels::returns_bool, any strides, and may be a or b. */                                                       \
-  void binary(kernels::BinaryOp op, double alpha, const Tensor& a, const Tensor& b, Tensor& out);
+  /* x has out's shape. */                                                                                           \
+  void unary(kernels::UnaryOp op, const kernels::OpScalars& s, const Tensor& x, Tensor& out);                        \
+  void binary(kernels::BinaryOp op, const kernels::OpScalars& s, const Tensor& a, const Tensor& b, Tensor& out);     \
+  void ternary(kernels::TernaryOp op, const kernels::OpScalars& s, const Tensor& a, const Tensor& b,                 \
+               const Tensor& c, Tensor& out);
 
 // ---- reduce: src/cpu/reduce.cpp, src/cuda/reduce.cu -----------------------------------------------------
 #define MINIDL_REDUCE_KERNELS                                                                                        \

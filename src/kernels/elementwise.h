@@ -1,14 +1,18 @@
 #pragma once
 // Elementwise operations as small functors compiled for both host and device, so the CPU and CUDA kernels
-// evaluate exactly the same formulas. The op layer names an op by its enum; visit_* turns the enum into a
-// functor type once per call (not per element), so the inner loops stay branch-free. T is the type a kernel
-// computes in (kernels::opmath_t of the stored type: float for bfloat16 / float16); ops that only make sense on
-// floating values are not instantiated for integral T, and visiting them there is a TypeError.
+// evaluate exactly the same formulas. Each op is one entry of a table (MINIDL_UNARY_OPS, MINIDL_BINARY_OPS,
+// MINIDL_TERNARY_OPS) naming its functor, the dtypes it runs on and its result; the enum, the op's name and the
+// visit that turns the enum into a functor type come from the tables. visit_* does that once per call (not per
+// element), so the inner loops stay branch-free. A functor computes in T = kernels::opmath_t of the stored type
+// (float for bfloat16 / float16). Adding an op: its functor, its table entry, and its entry point in src/ops.
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <type_traits>
-#include <vector>
 
+#include "kernels/convert.h"
+#include "minidl/dtype.h"
 #include "minidl/errors.h"
 
 #ifdef __CUDACC__
@@ -21,26 +25,45 @@ namespace minidl {
 namespace kernels {
 
 // Precision-preserving math wrappers: float stays float on host and device.
-MINIDL_HD float m_exp(float x) { return expf(x); }
-MINIDL_HD double m_exp(double x) { return ::exp(x); }
-MINIDL_HD float m_log(float x) { return logf(x); }
-MINIDL_HD double m_log(double x) { return ::log(x); }
-MINIDL_HD float m_sqrt(float x) { return sqrtf(x); }
-MINIDL_HD double m_sqrt(double x) { return ::sqrt(x); }
-MINIDL_HD float m_tanh(float x) { return tanhf(x); }
-MINIDL_HD double m_tanh(double x) { return ::tanh(x); }
-MINIDL_HD float m_erf(float x) { return erff(x); }
-MINIDL_HD double m_erf(double x) { return ::erf(x); }
-MINIDL_HD float m_pow(float x, float y) { return powf(x, y); }
-MINIDL_HD double m_pow(double x, double y) { return ::pow(x, y); }
-MINIDL_HD float m_abs(float x) { return fabsf(x); }
-MINIDL_HD double m_abs(double x) { return ::fabs(x); }
-MINIDL_HD float m_fmod(float x, float y) { return fmodf(x, y); }
-MINIDL_HD double m_fmod(double x, double y) { return ::fmod(x, y); }
-MINIDL_HD float m_floor(float x) { return floorf(x); }
-MINIDL_HD double m_floor(double x) { return ::floor(x); }
-MINIDL_HD float m_copysign(float x, float y) { return copysignf(x, y); }
-MINIDL_HD double m_copysign(double x, double y) { return ::copysign(x, y); }
+#define MINIDL_MATH_1(name, f32, f64)                    \
+  MINIDL_HD float m_##name(float x) { return f32(x); }   \
+  MINIDL_HD double m_##name(double x) { return f64(x); }
+#define MINIDL_MATH_2(name, f32, f64)                                 \
+  MINIDL_HD float m_##name(float x, float y) { return f32(x, y); }    \
+  MINIDL_HD double m_##name(double x, double y) { return f64(x, y); }
+MINIDL_MATH_1(exp, expf, ::exp)
+MINIDL_MATH_1(exp2, exp2f, ::exp2)
+MINIDL_MATH_1(expm1, expm1f, ::expm1)
+MINIDL_MATH_1(log, logf, ::log)
+MINIDL_MATH_1(log2, log2f, ::log2)
+MINIDL_MATH_1(log10, log10f, ::log10)
+MINIDL_MATH_1(log1p, log1pf, ::log1p)
+MINIDL_MATH_1(sqrt, sqrtf, ::sqrt)
+MINIDL_MATH_1(sin, sinf, ::sin)
+MINIDL_MATH_1(cos, cosf, ::cos)
+MINIDL_MATH_1(tan, tanf, ::tan)
+MINIDL_MATH_1(asin, asinf, ::asin)
+MINIDL_MATH_1(acos, acosf, ::acos)
+MINIDL_MATH_1(atan, atanf, ::atan)
+MINIDL_MATH_1(sinh, sinhf, ::sinh)
+MINIDL_MATH_1(cosh, coshf, ::cosh)
+MINIDL_MATH_1(tanh, tanhf, ::tanh)
+MINIDL_MATH_1(erf, erff, ::erf)
+MINIDL_MATH_1(erfc, erfcf, ::erfc)
+MINIDL_MATH_1(abs, fabsf, ::fabs)
+MINIDL_MATH_1(floor, floorf, ::floor)
+MINIDL_MATH_1(ceil, ceilf, ::ceil)
+MINIDL_MATH_1(trunc, truncf, ::trunc)
+// Ties to even, in the default rounding mode (as std::nearbyint in PyTorch's round).
+MINIDL_MATH_1(nearbyint, nearbyintf, ::nearbyint)
+MINIDL_MATH_2(pow, powf, ::pow)
+MINIDL_MATH_2(fmod, fmodf, ::fmod)
+MINIDL_MATH_2(copysign, copysignf, ::copysign)
+MINIDL_MATH_2(atan2, atan2f, ::atan2)
+MINIDL_MATH_2(hypot, hypotf, ::hypot)
+#undef MINIDL_MATH_1
+#undef MINIDL_MATH_2
+
 template <class T> MINIDL_HD bool m_isnan(T x) {
   if constexpr (std::is_floating_point<T>::value) {
     return x != x;
@@ -48,21 +71,53 @@ template <class T> MINIDL_HD bool m_isnan(T x) {
     return false;
   }
 }
+template <class T> MINIDL_HD bool m_isinf(T x) {
+  if constexpr (std::is_floating_point<T>::value) {
+    return x == std::numeric_limits<T>::infinity() || x == -std::numeric_limits<T>::infinity();
+  } else {
+    return false;
+  }
+}
+
+/// x * y; for bool, logical and (the same value, without the integer promotion).
+template <class T> MINIDL_HD T m_mul(T x, T y) {
+  if constexpr (std::is_same<T, bool>::value) {
+    return x && y;
+  } else {
+    return x * y;
+  }
+}
 
 /// The running maximum's rule (max, argmax, max pooling): v replaces the best so far when it is larger or NaN,
 /// so the first maximum wins and a NaN propagates (the last NaN wins), as PyTorch's CPU kernels.
 template <class T> MINIDL_HD bool replaces_max(T v, T best) { return v > best || m_isnan(v); }
 
-enum class UnaryOp : std::uint8_t {
-  Neg, Exp, Log, Sqrt, Abs, Relu, LeakyRelu, Gelu, Sigmoid, Tanh, AddScalar, MulScalar, PowScalar, Sign, DropoutMask,
-  LogicalNot
-};
-
-/// `alpha` is the op's scalar (slope, addend, factor, exponent); unused by the others.
+// ---- unary functors: out = f(x) --------------------------------------------------------------------------
+// `a` is the op's scalar (slope, addend, factor, exponent, bound), unused by the others; the few ops with a
+// second scalar (clamp's upper bound) also have `b`.
 template <class T> struct Neg { T a; MINIDL_HD T operator()(T x) const { return -x; } };
 template <class T> struct Exp { T a; MINIDL_HD T operator()(T x) const { return m_exp(x); } };
+template <class T> struct Exp2 { T a; MINIDL_HD T operator()(T x) const { return m_exp2(x); } };
+template <class T> struct Expm1 { T a; MINIDL_HD T operator()(T x) const { return m_expm1(x); } };
 template <class T> struct Log { T a; MINIDL_HD T operator()(T x) const { return m_log(x); } };
+template <class T> struct Log2 { T a; MINIDL_HD T operator()(T x) const { return m_log2(x); } };
+template <class T> struct Log10 { T a; MINIDL_HD T operator()(T x) const { return m_log10(x); } };
+template <class T> struct Log1p { T a; MINIDL_HD T operator()(T x) const { return m_log1p(x); } };
 template <class T> struct Sqrt { T a; MINIDL_HD T operator()(T x) const { return m_sqrt(x); } };
+/// 1 / sqrt(x) rather than the device's approximate rsqrt, as PyTorch's CPU kernel: both backends agree.
+template <class T> struct Rsqrt { T a; MINIDL_HD T operator()(T x) const { return T(1) / m_sqrt(x); } };
+template <class T> struct Reciprocal { T a; MINIDL_HD T operator()(T x) const { return T(1) / x; } };
+template <class T> struct Square { T a; MINIDL_HD T operator()(T x) const { return m_mul(x, x); } };
+template <class T> struct Sin { T a; MINIDL_HD T operator()(T x) const { return m_sin(x); } };
+template <class T> struct Cos { T a; MINIDL_HD T operator()(T x) const { return m_cos(x); } };
+template <class T> struct Tan { T a; MINIDL_HD T operator()(T x) const { return m_tan(x); } };
+template <class T> struct Asin { T a; MINIDL_HD T operator()(T x) const { return m_asin(x); } };
+template <class T> struct Acos { T a; MINIDL_HD T operator()(T x) const { return m_acos(x); } };
+template <class T> struct Atan { T a; MINIDL_HD T operator()(T x) const { return m_atan(x); } };
+template <class T> struct Sinh { T a; MINIDL_HD T operator()(T x) const { return m_sinh(x); } };
+template <class T> struct Cosh { T a; MINIDL_HD T operator()(T x) const { return m_cosh(x); } };
+template <class T> struct Erf { T a; MINIDL_HD T operator()(T x) const { return m_erf(x); } };
+template <class T> struct Erfc { T a; MINIDL_HD T operator()(T x) const { return m_erfc(x); } };
 template <class T> struct Abs {
   T a;
   MINIDL_HD T operator()(T x) const {
@@ -75,7 +130,48 @@ template <class T> struct Abs {
     }
   }
 };
+// Rounding: integral values are already whole (PyTorch returns a copy for them).
+template <class T> struct Floor {
+  T a;
+  MINIDL_HD T operator()(T x) const {
+    if constexpr (std::is_floating_point<T>::value) return m_floor(x);
+    return x;
+  }
+};
+template <class T> struct Ceil {
+  T a;
+  MINIDL_HD T operator()(T x) const {
+    if constexpr (std::is_floating_point<T>::value) return m_ceil(x);
+    return x;
+  }
+};
+template <class T> struct Trunc {
+  T a;
+  MINIDL_HD T operator()(T x) const {
+    if constexpr (std::is_floating_point<T>::value) return m_trunc(x);
+    return x;
+  }
+};
+/// Half-way cases to even.
+template <class T> struct Round {
+  T a;
+  MINIDL_HD T operator()(T x) const {
+    if constexpr (std::is_floating_point<T>::value) return m_nearbyint(x);
+    return x;
+  }
+};
+/// round(x, decimals), as PyTorch: a = 10^|decimals|; b != 0 for negative decimals (round to tens, hundreds...).
+template <class T> struct RoundDecimals {
+  T a, b;
+  MINIDL_HD T operator()(T x) const { return b != T(0) ? m_nearbyint(x / a) * a : m_nearbyint(x * a) / a; }
+};
 template <class T> struct LogicalNot { T a; MINIDL_HD T operator()(T x) const { return x == T(0) ? T(1) : T(0); } };
+template <class T> struct IsNan { T a; MINIDL_HD T operator()(T x) const { return m_isnan(x) ? T(1) : T(0); } };
+template <class T> struct IsInf { T a; MINIDL_HD T operator()(T x) const { return m_isinf(x) ? T(1) : T(0); } };
+template <class T> struct IsFinite {
+  T a;
+  MINIDL_HD T operator()(T x) const { return m_isnan(x) || m_isinf(x) ? T(0) : T(1); }
+};
 template <class T> struct Relu { T a; MINIDL_HD T operator()(T x) const { return x > T(0) ? x : T(0); } };
 /// The activation a layer kernel applies to each output after the bias: the epilogue of the fused
 /// convolution + bias + ReLU (nn::ConvReLU2d), evaluated with the same functor as the ReLU op.
@@ -97,59 +193,20 @@ template <class T> struct Sigmoid {
 };
 template <class T> struct Tanh { T a; MINIDL_HD T operator()(T x) const { return m_tanh(x); } };
 template <class T> struct AddScalar { T a; MINIDL_HD T operator()(T x) const { return x + a; } };
-template <class T> struct MulScalar { T a; MINIDL_HD T operator()(T x) const { return x * a; } };
+template <class T> struct MulScalar { T a; MINIDL_HD T operator()(T x) const { return m_mul(x, a); } };
 template <class T> struct PowScalar { T a; MINIDL_HD T operator()(T x) const { return m_pow(x, a); } };
+/// NaN gives 0, as PyTorch.
 template <class T> struct Sign {
   T a;
   MINIDL_HD T operator()(T x) const { return x > T(0) ? T(1) : (x < T(0) ? T(-1) : T(0)); }
 };
-
 /// u ~ U[0, 1) -> 0 with probability a (the drop rate), else 1 / (1 - a).
 template <class T> struct DropoutMask {
   T a;
   MINIDL_HD T operator()(T u) const { return u < a ? T(0) : T(1) / (T(1) - a); }
 };
 
-/// The op's name in errors about the dtype it was given.
-const char* op_name(UnaryOp op);
-
-/// Calls f(functor) for op, on the host. Ops on floating values alone throw TypeError for an integral T.
-template <class T, class F>
-void visit_unary(UnaryOp op, T alpha, F&& f) {
-  constexpr bool fp = std::is_floating_point<T>::value;
-  switch (op) {
-    case UnaryOp::Neg: return f(Neg<T>{alpha});
-    case UnaryOp::Abs: return f(Abs<T>{alpha});
-    case UnaryOp::Relu: return f(Relu<T>{alpha});
-    case UnaryOp::AddScalar: return f(AddScalar<T>{alpha});
-    case UnaryOp::MulScalar: return f(MulScalar<T>{alpha});
-    case UnaryOp::Sign: return f(Sign<T>{alpha});
-    case UnaryOp::LogicalNot: return f(LogicalNot<T>{alpha});
-    default: break;
-  }
-  if constexpr (fp) {
-    switch (op) {
-      case UnaryOp::Exp: return f(Exp<T>{alpha});
-      case UnaryOp::Log: return f(Log<T>{alpha});
-      case UnaryOp::Sqrt: return f(Sqrt<T>{alpha});
-      case UnaryOp::LeakyRelu: return f(LeakyRelu<T>{alpha});
-      case UnaryOp::Gelu: return f(Gelu<T>{alpha});
-      case UnaryOp::Sigmoid: return f(Sigmoid<T>{alpha});
-      case UnaryOp::Tanh: return f(Tanh<T>{alpha});
-      case UnaryOp::PowScalar: return f(PowScalar<T>{alpha});
-      case UnaryOp::DropoutMask: return f(DropoutMask<T>{alpha});
-      default: break;
-    }
-  }
-  throw TypeError(detail::str(op_name(op), ": not implemented for an integral or bool dtype"));
-}
-
-/// Binary ops. The *Grad ops are the backward rules of activations, written as (grad, saved) -> grad_in.
-enum class BinaryOp : std::uint8_t {
-  First, Add, Sub, Mul, Div, Pow, Maximum, Minimum, FloorDivide, Remainder, Eq, Ne, Lt, Le, Gt, Ge, LogicalAnd,
-  LogicalOr, LogicalXor, AddRelu, ReluGrad, LeakyReluGrad, SigmoidGrad, TanhGrad, GeluGrad
-};
-
+// ---- binary functors: out = f(x, y) ----------------------------------------------------------------------
 /// x broadcast to the output's shape (the expand of a gradient).
 template <class T> struct FirstOp { T a; MINIDL_HD T operator()(T x, T) const { return x; } };
 template <class T> struct AddOp { T a; MINIDL_HD T operator()(T x, T y) const { return x + a * y; } };
@@ -160,9 +217,11 @@ struct AddReluOp {
   MINIDL_HD T operator()(T x, T y) const { return Relu<T>{T(0)}(x + a * y); }
 };
 template <class T> struct SubOp { T a; MINIDL_HD T operator()(T x, T y) const { return x - a * y; } };
-template <class T> struct MulOp { T a; MINIDL_HD T operator()(T x, T y) const { return x * y; } };
+template <class T> struct MulOp { T a; MINIDL_HD T operator()(T x, T y) const { return m_mul(x, y); } };
 template <class T> struct DivOp { T a; MINIDL_HD T operator()(T x, T y) const { return x / y; } };
 template <class T> struct PowOp { T a; MINIDL_HD T operator()(T x, T y) const { return m_pow(x, y); } };
+template <class T> struct Atan2Op { T a; MINIDL_HD T operator()(T x, T y) const { return m_atan2(x, y); } };
+template <class T> struct HypotOp { T a; MINIDL_HD T operator()(T x, T y) const { return m_hypot(x, y); } };
 /// NaN propagates from either side, as torch.maximum / torch.minimum.
 template <class T> struct MaximumOp {
   T a;
@@ -206,6 +265,32 @@ template <class T> struct RemainderOp {
     }
   }
 };
+/// C's modulus (the sign of the dividend), as torch.fmod; integral division by zero as FloorDivideOp.
+template <class T> struct FmodOp {
+  T a;
+  MINIDL_HD T operator()(T x, T y) const {
+    if constexpr (std::is_floating_point<T>::value) {
+      return m_fmod(x, y);
+    } else {
+      return y == T(0) ? T(0) : static_cast<T>(x % y);
+    }
+  }
+};
+/// fmod by the scalar a (nonzero for integral T: the op checks).
+template <class T> struct FmodScalar { T a; MINIDL_HD T operator()(T x) const { return FmodOp<T>{a}(x, a); } };
+/// PyTorch's lerp: start + w * (end - start), computed from the nearer end for |w| >= 0.5 (exact at w = 1); the
+/// optimizers' moving averages (optim_update.h) use it too.
+template <class T> MINIDL_HD T lerp(T start, T end, T w) {
+  return (w < T(0.5) && w > T(-0.5)) ? start + w * (end - start) : end - (end - start) * (T(1) - w);
+}
+template <class T> struct LerpScalarOp { T a; MINIDL_HD T operator()(T x, T y) const { return lerp(x, y, a); } };
+// clamp is max(x, lower) then min(., upper) as PyTorch (upper wins when lower > upper); a NaN anywhere gives NaN.
+template <class T> MINIDL_HD T clamp(T x, T lower, T upper) {
+  return MinimumOp<T>{T(0)}(MaximumOp<T>{T(0)}(x, lower), upper);
+}
+template <class T> struct Clamp { T a, b; MINIDL_HD T operator()(T x) const { return clamp(x, a, b); } };
+template <class T> struct ClampMin { T a; MINIDL_HD T operator()(T x) const { return MaximumOp<T>{a}(x, a); } };
+template <class T> struct ClampMax { T a; MINIDL_HD T operator()(T x) const { return MinimumOp<T>{a}(x, a); } };
 // Comparisons and logical ops give 1 or 0 (stored as bool by the kernels).
 template <class T> struct EqOp { T a; MINIDL_HD T operator()(T x, T y) const { return x == y ? T(1) : T(0); } };
 template <class T> struct NeOp { T a; MINIDL_HD T operator()(T x, T y) const { return x != y ? T(1) : T(0); } };
@@ -225,6 +310,7 @@ template <class T> struct LogicalXorOp {
   T a;
   MINIDL_HD T operator()(T x, T y) const { return ((x != T(0)) != (y != T(0))) ? T(1) : T(0); }
 };
+// Backward rules, written as (grad, saved) -> grad_in.
 /// g * (x > 0)
 template <class T> struct ReluGradOp { T a; MINIDL_HD T operator()(T g, T x) const { return x > T(0) ? g : T(0); } };
 template <class T> struct LeakyReluGradOp {
@@ -244,49 +330,152 @@ template <class T> struct GeluGradOp {
     return g * (cdf + x * pdf);
   }
 };
+/// g where a <= x <= b (clamp's bounds, infinite when absent), else 0: NaN x passes none, as PyTorch.
+template <class T> struct ClampGradOp {
+  T a, b;
+  MINIDL_HD T operator()(T g, T x) const { return x >= a && x <= b ? g : T(0); }
+};
 
-const char* op_name(BinaryOp op);
-/// Comparisons and logical ops: their results are bool.
-constexpr bool returns_bool(BinaryOp op) { return op >= BinaryOp::Eq && op <= BinaryOp::LogicalXor; }
+// ---- ternary functors: out = f(x, y, z) ------------------------------------------------------------------
+template <class T> struct LerpOp { T a; MINIDL_HD T operator()(T x, T y, T w) const { return lerp(x, y, w); } };
+template <class T> struct ClampOp { T a; MINIDL_HD T operator()(T x, T lo, T hi) const { return clamp(x, lo, hi); } };
 
-/// As visit_unary.
-template <class T, class F>
-void visit_binary(BinaryOp op, T alpha, F&& f) {
-  switch (op) {
-    case BinaryOp::First: return f(FirstOp<T>{alpha});
-    case BinaryOp::Add: return f(AddOp<T>{alpha});
-    case BinaryOp::Sub: return f(SubOp<T>{alpha});
-    case BinaryOp::Mul: return f(MulOp<T>{alpha});
-    case BinaryOp::Maximum: return f(MaximumOp<T>{alpha});
-    case BinaryOp::Minimum: return f(MinimumOp<T>{alpha});
-    case BinaryOp::FloorDivide: return f(FloorDivideOp<T>{alpha});
-    case BinaryOp::Remainder: return f(RemainderOp<T>{alpha});
-    case BinaryOp::Eq: return f(EqOp<T>{alpha});
-    case BinaryOp::Ne: return f(NeOp<T>{alpha});
-    case BinaryOp::Lt: return f(LtOp<T>{alpha});
-    case BinaryOp::Le: return f(LeOp<T>{alpha});
-    case BinaryOp::Gt: return f(GtOp<T>{alpha});
-    case BinaryOp::Ge: return f(GeOp<T>{alpha});
-    case BinaryOp::LogicalAnd: return f(LogicalAndOp<T>{alpha});
-    case BinaryOp::LogicalOr: return f(LogicalOrOp<T>{alpha});
-    case BinaryOp::LogicalXor: return f(LogicalXorOp<T>{alpha});
-    case BinaryOp::AddRelu: return f(AddReluOp<T>{alpha});
-    default: break;
-  }
-  if constexpr (std::is_floating_point<T>::value) {
-    switch (op) {
-      case BinaryOp::Div: return f(DivOp<T>{alpha});
-      case BinaryOp::Pow: return f(PowOp<T>{alpha});
-      case BinaryOp::ReluGrad: return f(ReluGradOp<T>{alpha});
-      case BinaryOp::LeakyReluGrad: return f(LeakyReluGradOp<T>{alpha});
-      case BinaryOp::SigmoidGrad: return f(SigmoidGradOp<T>{alpha});
-      case BinaryOp::TanhGrad: return f(TanhGradOp<T>{alpha});
-      case BinaryOp::GeluGrad: return f(GeluGradOp<T>{alpha});
-      default: break;
-    }
-  }
-  throw TypeError(detail::str(op_name(op), ": not implemented for an integral or bool dtype"));
+// ---- the tables ------------------------------------------------------------------------------------------
+// X(enum name, domain, result, name in errors). The functor of unary op E is E<T>, of binary or ternary op E is
+// E##Op<T>. Domain All: every dtype; Floating: floating T only (the op layer converts integral inputs to float32
+// first, or refuses them). Result Same: the inputs' dtype; Bool: bool (comparisons, tests).
+#define MINIDL_UNARY_OPS(X)                                                                                   \
+  X(Neg, All, Same, "neg") X(Exp, Floating, Same, "exp") X(Log, Floating, Same, "log")                        \
+  X(Sqrt, Floating, Same, "sqrt") X(Abs, All, Same, "abs") X(Relu, All, Same, "relu")                         \
+  X(LeakyRelu, Floating, Same, "leaky_relu") X(Gelu, Floating, Same, "gelu")                                  \
+  X(Sigmoid, Floating, Same, "sigmoid") X(Tanh, Floating, Same, "tanh") X(AddScalar, All, Same, "add")        \
+  X(MulScalar, All, Same, "mul") X(PowScalar, Floating, Same, "pow") X(Sign, All, Same, "sign")               \
+  X(DropoutMask, Floating, Same, "dropout") X(LogicalNot, All, Bool, "logical_not")                           \
+  X(Exp2, Floating, Same, "exp2") X(Expm1, Floating, Same, "expm1") X(Log2, Floating, Same, "log2")           \
+  X(Log10, Floating, Same, "log10") X(Log1p, Floating, Same, "log1p") X(Rsqrt, Floating, Same, "rsqrt")       \
+  X(Reciprocal, Floating, Same, "reciprocal") X(Square, All, Same, "square") X(Sin, Floating, Same, "sin")     \
+  X(Cos, Floating, Same, "cos") X(Tan, Floating, Same, "tan") X(Asin, Floating, Same, "asin")                 \
+  X(Acos, Floating, Same, "acos") X(Atan, Floating, Same, "atan") X(Sinh, Floating, Same, "sinh")             \
+  X(Cosh, Floating, Same, "cosh") X(Erf, Floating, Same, "erf") X(Erfc, Floating, Same, "erfc")               \
+  X(Floor, All, Same, "floor") X(Ceil, All, Same, "ceil") X(Trunc, All, Same, "trunc")                        \
+  X(Round, All, Same, "round") X(RoundDecimals, Floating, Same, "round") X(Clamp, All, Same, "clamp")         \
+  X(ClampMin, All, Same, "clamp_min") X(ClampMax, All, Same, "clamp_max") X(FmodScalar, All, Same, "fmod")    \
+  X(IsNan, All, Bool, "isnan") X(IsInf, All, Bool, "isinf") X(IsFinite, All, Bool, "isfinite")
+
+#define MINIDL_BINARY_OPS(X)                                                                                  \
+  X(First, All, Same, "expand") X(Add, All, Same, "add") X(Sub, All, Same, "sub") X(Mul, All, Same, "mul")    \
+  X(Div, Floating, Same, "div") X(Pow, Floating, Same, "pow") X(Maximum, All, Same, "maximum")                \
+  X(Minimum, All, Same, "minimum") X(FloorDivide, All, Same, "floor_divide")                                  \
+  X(Remainder, All, Same, "remainder") X(Fmod, All, Same, "fmod") X(Atan2, Floating, Same, "atan2")           \
+  X(Hypot, Floating, Same, "hypot") X(LerpScalar, Floating, Same, "lerp") X(Eq, All, Bool, "eq")              \
+  X(Ne, All, Bool, "ne") X(Lt, All, Bool, "lt") X(Le, All, Bool, "le") X(Gt, All, Bool, "gt")                 \
+  X(Ge, All, Bool, "ge") X(LogicalAnd, All, Bool, "logical_and") X(LogicalOr, All, Bool, "logical_or")        \
+  X(LogicalXor, All, Bool, "logical_xor") X(AddRelu, All, Same, "add_relu")                                   \
+  X(ReluGrad, Floating, Same, "relu_backward") X(LeakyReluGrad, Floating, Same, "leaky_relu_backward")        \
+  X(SigmoidGrad, Floating, Same, "sigmoid_backward") X(TanhGrad, Floating, Same, "tanh_backward")             \
+  X(GeluGrad, Floating, Same, "gelu_backward") X(ClampGrad, Floating, Same, "clamp_backward")
+
+#define MINIDL_TERNARY_OPS(X) X(Lerp, Floating, Same, "lerp") X(Clamp, All, Same, "clamp")
+
+#define MINIDL_OP_ENUM(E, domain, result, name) E,
+enum class UnaryOp : std::uint8_t { MINIDL_UNARY_OPS(MINIDL_OP_ENUM) };
+enum class BinaryOp : std::uint8_t { MINIDL_BINARY_OPS(MINIDL_OP_ENUM) };
+enum class TernaryOp : std::uint8_t { MINIDL_TERNARY_OPS(MINIDL_OP_ENUM) };
+#undef MINIDL_OP_ENUM
+
+enum class OpDomain : std::uint8_t { All, Floating };
+enum class OpResult : std::uint8_t { Same, Bool };
+struct OpTraits {
+  const char* name;
+  OpDomain domain;
+  OpResult result;
+};
+#define MINIDL_OP_TRAITS(E, domain, result, name) OpTraits{name, OpDomain::domain, OpResult::result},
+inline constexpr OpTraits kUnaryTraits[] = {MINIDL_UNARY_OPS(MINIDL_OP_TRAITS)};
+inline constexpr OpTraits kBinaryTraits[] = {MINIDL_BINARY_OPS(MINIDL_OP_TRAITS)};
+inline constexpr OpTraits kTernaryTraits[] = {MINIDL_TERNARY_OPS(MINIDL_OP_TRAITS)};
+#undef MINIDL_OP_TRAITS
+inline constexpr OpTraits kUnknownOp{"unknown op", OpDomain::All, OpResult::Same};
+template <std::size_t N> constexpr const OpTraits& traits_at(const OpTraits (&table)[N], std::size_t i) {
+  return i < N ? table[i] : kUnknownOp;
 }
+constexpr const OpTraits& traits(UnaryOp op) { return traits_at(kUnaryTraits, static_cast<std::size_t>(op)); }
+constexpr const OpTraits& traits(BinaryOp op) { return traits_at(kBinaryTraits, static_cast<std::size_t>(op)); }
+constexpr const OpTraits& traits(TernaryOp op) { return traits_at(kTernaryTraits, static_cast<std::size_t>(op)); }
+
+/// The op's name in errors.
+template <class Op> constexpr const char* op_name(Op op) { return traits(op).name; }
+/// Ops whose results are bool (comparisons, logical ops, isnan ...).
+template <class Op> constexpr bool returns_bool(Op op) { return traits(op).result == OpResult::Bool; }
+/// Ops that compute on floating values only: integral inputs are converted to float32 by the op layer first
+/// (exp of an int64 tensor is float32), or refused where PyTorch refuses them.
+template <class Op> constexpr bool floating_only(Op op) { return traits(op).domain == OpDomain::Floating; }
+
+/// The scalars of an op: most take one (a slope, addend, factor, exponent, bound), clamp two.
+struct OpScalars {
+  OpScalars(double a_ = 0.0, double b_ = 0.0) : a(a_), b(b_) {}  // NOLINT(google-explicit-constructor)
+  double a, b;
+};
+
+namespace elementwise_detail {
+template <class Fn, class = void> struct HasSecondScalar : std::false_type {};
+template <class Fn> struct HasSecondScalar<Fn, std::void_t<decltype(&Fn::b)>> : std::true_type {};
+
+template <class Fn, class C> Fn make_functor(const OpScalars& s) {
+  if constexpr (HasSecondScalar<Fn>::value) {
+    return Fn{convert<C>(s.a), convert<C>(s.b)};
+  } else {
+    return Fn{convert<C>(s.a)};
+  }
+}
+
+/// Whether a kernel storing O for inputs stored as S runs op (known at compile time): its domain admits the
+/// compute type, and its result is S (a Same op) or bool (a Bool op); for bool inputs both are bool.
+template <class Op, Op op, class S, class O> constexpr bool runs() {
+  constexpr OpTraits t = traits(op);
+  constexpr bool domain_ok = t.domain == OpDomain::All || std::is_floating_point_v<opmath_t<S>>;
+  constexpr bool result_ok = t.result == OpResult::Same ? std::is_same_v<O, S> : std::is_same_v<O, bool>;
+  return domain_ok && result_ok;
+}
+
+[[noreturn]] inline void throw_not_implemented(const char* op, DType in, DType out) {
+  throw TypeError(minidl::detail::str(op, ": not implemented for inputs of dtype ", dtype_name(in), " with a ",
+                                      dtype_name(out), " result"));
+}
+}  // namespace elementwise_detail
+
+// visit_*<S, O>(op, scalars, f) calls f(functor) on the host, the functor computing in opmath_t<S> for inputs
+// stored as S and an output stored as O. Only the (op, S, O) combinations that can run are instantiated (see
+// elementwise_detail::runs); any other is a TypeError naming the op.
+#define MINIDL_VISIT_CASE(Enum, E, Functor)                                                  \
+  case Enum::E:                                                                              \
+    if constexpr (elementwise_detail::runs<Enum, Enum::E, S, O>()) {                       \
+      return f(elementwise_detail::make_functor<Functor, C>(s));                             \
+    }                                                                                        \
+    break;
+#define MINIDL_UNARY_CASE(E, domain, result, name) MINIDL_VISIT_CASE(UnaryOp, E, E<C>)
+#define MINIDL_BINARY_CASE(E, domain, result, name) MINIDL_VISIT_CASE(BinaryOp, E, E##Op<C>)
+#define MINIDL_TERNARY_CASE(E, domain, result, name) MINIDL_VISIT_CASE(TernaryOp, E, E##Op<C>)
+
+template <class S, class O, class F> void visit_unary(UnaryOp op, const OpScalars& s, F&& f) {
+  using C = opmath_t<S>;
+  switch (op) { MINIDL_UNARY_OPS(MINIDL_UNARY_CASE) }
+  elementwise_detail::throw_not_implemented(op_name(op), dtype_of<S>::value, dtype_of<O>::value);
+}
+template <class S, class O, class F> void visit_binary(BinaryOp op, const OpScalars& s, F&& f) {
+  using C = opmath_t<S>;
+  switch (op) { MINIDL_BINARY_OPS(MINIDL_BINARY_CASE) }
+  elementwise_detail::throw_not_implemented(op_name(op), dtype_of<S>::value, dtype_of<O>::value);
+}
+template <class S, class O, class F> void visit_ternary(TernaryOp op, const OpScalars& s, F&& f) {
+  using C = opmath_t<S>;
+  switch (op) { MINIDL_TERNARY_OPS(MINIDL_TERNARY_CASE) }
+  elementwise_detail::throw_not_implemented(op_name(op), dtype_of<S>::value, dtype_of<O>::value);
+}
+#undef MINIDL_VISIT_CASE
+#undef MINIDL_UNARY_CASE
+#undef MINIDL_BINARY_CASE
+#undef MINIDL_TERNARY_CASE
 
 /// Reductions run over the middle dim of a (outer, n, inner) view.
 enum class ReduceOp : std::uint8_t { Sum, Max };

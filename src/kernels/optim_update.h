@@ -40,12 +40,6 @@ struct OptimSlot {
   Tensor state[kMaxOptimStates];
 };
 
-/// PyTorch's lerp: start + w * (end - start), computed from the nearer end for accuracy.
-template <class T>
-MINIDL_HD T lerp(T start, T end, T w) {
-  return (w < T(0.5) && w > T(-0.5)) ? start + w * (end - start) : end - (end - start) * (T(1) - w);
-}
-
 /// SGD (torch/optim/sgd.py). State: momentum_buffer, used only when momentum != 0.
 template <class T>
 struct SgdUpdate {

@@ -1,9 +1,11 @@
-// Elementwise ops and their backward rules. Binary ops broadcast like NumPy and reduce each gradient back
-// to its input's exact shape with sum_to.
+// Elementwise arithmetic, comparisons and activations, their backward rules and their Tensor methods, and
+// the helpers of ops/elementwise.h (the math functions are in math.cpp). Binary ops broadcast like NumPy and
+// reduce each gradient back to its input's exact shape with sum_to.
+#include "ops/elementwise.h"
+
 #include <cmath>
 
 #include "autograd/inplace.h"
-#include "ops/op_utils.h"
 
 namespace minidl {
 
@@ -27,71 +29,110 @@ Shape broadcast_shapes(const Shape& a, const Shape& b, const char* op) {
   return out;
 }
 
-namespace {
+namespace ops {
 
-/// Float-valued ops (div, pow, exp, log, ...) give float32 for integral inputs, as PyTorch's default dtype.
-DType floating_result(DType t) { return is_floating_point(t) ? t : kFloat32; }
-
-/// PyTorch's rule: bool tensors have no negation or subtraction; `instead` names the logical op to use.
 void check_not_bool(DType t, const char* name, const char* what, const char* instead) {
   MINIDL_CHECK(t != kBool, TypeError, name, ": ", what, " on bool tensors is not supported (use ", instead,
                " instead)");
 }
 
-/// Converts a and b (in place: the callers record their backward on the converted operands, so gradients come
-/// back in each input's own dtype) to the dtype the op computes in, runs it, and returns the output.
-Tensor binary_forward(BinaryOp op, double alpha, Tensor& a, Tensor& b, const char* name) {
-  ops::check_defined(a, name, "self");
-  ops::check_defined(b, name, "other");
+Tensor binary_forward(BinaryOp op, const kernels::OpScalars& s, Tensor& a, Tensor& b, const char* name) {
+  check_defined(a, name, "self");
+  check_defined(b, name, "other");
   MINIDL_CHECK(a.device() == b.device(), TypeError, name, ": expected both operands on the same device, found ",
                a.device(), " (shape ", shape_str(a.sizes()), ") and ", b.device(), " (shape ",
                shape_str(b.sizes()), ")");
   DType common = result_type(a, b);
-  if (op == BinaryOp::Div || op == BinaryOp::Pow) common = floating_result(common);
+  if (kernels::floating_only(op)) common = floating_result(common);
   if (op == BinaryOp::Sub) check_not_bool(common, name, "subtraction", "logical_xor");
   if (a.dtype() != common) a = a.to(common);
   if (b.dtype() != common) b = b.to(common);
-  if (op == BinaryOp::FloorDivide || op == BinaryOp::Remainder) ops::check_integral_divisor(b, name);
+  if (op == BinaryOp::FloorDivide || op == BinaryOp::Remainder || op == BinaryOp::Fmod) {
+    check_integral_divisor(b, name);
+  }
   Tensor out = empty(broadcast_shapes(a.sizes(), b.sizes(), name),
                      TensorOptions(kernels::returns_bool(op) ? kBool : common).device(a.device()));
-  MINIDL_ON_BACKEND(a.device(), binary(op, alpha, a, b, out));
+  MINIDL_ON_BACKEND(a.device(), binary(op, s, a, b, out));
   return out;
 }
 
-/// `float_only`: integral inputs are converted to float32 first (exp of an int64 tensor is float32).
-Tensor unary_forward(UnaryOp op, double alpha, Tensor& a, const char* name, bool float_only) {
-  ops::check_defined(a, name, "self");
-  if (float_only && !is_floating_point(a.dtype())) a = a.to(kFloat32);
-  Tensor out = ops::empty_as(a.sizes(), a);
-  MINIDL_ON_BACKEND(a.device(), unary(op, alpha, a, out));
+Tensor unary_forward(UnaryOp op, const kernels::OpScalars& s, Tensor& a, const char* name) {
+  check_defined(a, name, "self");
+  if (kernels::floating_only(op) && !is_floating_point(a.dtype())) a = a.to(kFloat32);
+  Tensor out = empty(a.sizes(), TensorOptions(kernels::returns_bool(op) ? kBool : a.dtype()).device(a.device()));
+  MINIDL_ON_BACKEND(a.device(), unary(op, s, a, out));
   return out;
 }
 
-/// The operand of a scalar op: `a` in the dtype that a and s promote to.
 Tensor scalar_operand(const Tensor& a, const Scalar& s, const char* name) {
-  ops::check_defined(a, name, "self");
+  check_defined(a, name, "self");
   const DType t = result_type(a, s);
   return a.dtype() == t ? a : a.to(t);
 }
 
-/// A 0-d tensor of s on a's device in the dtype a and s promote to: the other operand of a comparison.
 Tensor scalar_tensor(const Tensor& a, const Scalar& s, const char* name) {
-  ops::check_defined(a, name, "self");
+  check_defined(a, name, "self");
   return full({}, s, TensorOptions(result_type(a, s)).device(a.device()));
 }
 
-/// Records a binary op whose backward computes (grad_a, grad_b) at the output's shape; each is summed back
-/// to its input's shape, and skipped when that input needs no gradient.
-template <class F>
-Tensor record_binary(Tensor out, const char* name, const Tensor& a, const Tensor& b, F grads) {
-  const Shape sa = a.sizes(), sb = b.sizes();
-  const bool need_a = a.requires_grad(), need_b = b.requires_grad();
-  return autograd::record(out, name, {a, b}, [=](const Tensor& g) {
-    std::pair<Tensor, Tensor> r = grads(g, need_a, need_b);
-    return std::vector<Tensor>{need_a ? sum_to(r.first, sa) : Tensor(), need_b ? sum_to(r.second, sb) : Tensor()};
-  });
+Tensor inplace_operand(const Tensor& self, const Tensor& other, const char* op) {
+  check_defined(self, op, "self");
+  check_defined(other, op, "other");
+  MINIDL_CHECK(other.device() == self.device(), TypeError, op, ": self is on ", self.device(), ", other on ",
+               other.device());
+  const DType r = result_type(self, other);
+  MINIDL_CHECK(can_cast(r, self.dtype()), TypeError, op, ": result type ", r, " can't be cast to the desired output "
+               "type ", self.dtype());
+  MINIDL_CHECK(broadcast_shapes(self.sizes(), other.sizes(), op) == self.sizes(), ValueError, op, ": other of shape ",
+               shape_str(other.sizes()), " does not broadcast to self's shape ", shape_str(self.sizes()));
+  return other.dtype() == self.dtype() ? other : other.to(self.dtype());
 }
 
+void check_inplace_scalar(const Tensor& self, const Scalar& s, const char* op) {
+  check_defined(self, op, "self");
+  const DType r = result_type(self, s);
+  MINIDL_CHECK(can_cast(r, self.dtype()), TypeError, op, ": result type ", r, " can't be cast to the desired output "
+               "type ", self.dtype());
+}
+
+Tensor& apply_inplace(Tensor& self, const char* name, DType result, std::initializer_list<Tensor> others,
+                      const std::function<void()>& write, const std::function<Tensor(const Tensor&)>& compute) {
+  check_defined(self, name, "self");
+  MINIDL_CHECK(can_cast(result, self.dtype()), TypeError, name, ": result type ", result, " can't be cast to the "
+               "desired output type ", self.dtype());
+  check_inplace_allowed(self, name);
+  bool records = autograd::grad_mode_enabled() && is_floating_point(self.dtype()) && self.requires_grad();
+  for (const Tensor& t : others) records = records || (autograd::grad_mode_enabled() && t.requires_grad());
+  if (records) return self.copy_(compute(self.clone()));
+  write();
+  bump_version(self);
+  return self;
+}
+
+Tensor& unary_inplace(Tensor& self, UnaryOp op, const kernels::OpScalars& s, const char* name,
+                      const std::function<Tensor(const Tensor&)>& compute) {
+  check_defined(self, name, "self");
+  const DType result = kernels::floating_only(op) ? floating_result(self.dtype()) : self.dtype();
+  return apply_inplace(
+      self, name, result, {}, [&] { MINIDL_ON_BACKEND(self.device(), unary(op, s, self, self)); }, compute);
+}
+
+}  // namespace ops
+
+using ops::binary_forward;
+using ops::check_not_bool;
+using ops::record_binary;
+using ops::scalar_operand;
+using ops::scalar_tensor;
+using ops::unary_forward;
+
+namespace {
+/// alpha * s as a Scalar of the higher of their categories (an integer stays an integer).
+Scalar scaled(const Scalar& s, const Scalar& alpha) {
+  if (s.is_floating_point() || alpha.is_floating_point()) return s.to_double() * alpha.to_double();
+  if (s.is_boolean() && alpha.is_boolean()) return s.to_long() != 0 && alpha.to_long() != 0;
+  return s.to_long() * alpha.to_long();
+}
 }  // namespace
 
 Tensor add(const Tensor& a_in, const Tensor& b_in, const Scalar& alpha_in) {
@@ -156,7 +197,7 @@ Tensor extremum(BinaryOp op, const Tensor& a_in, const Tensor& b_in, const char*
   });
 }
 
-/// An op whose result carries no gradient (comparisons, logical ops, floor division, remainder's integer form).
+/// An op whose result carries no gradient (comparisons, logical ops, floor division).
 Tensor nondifferentiable(BinaryOp op, const Tensor& a_in, const Tensor& b_in, const char* name) {
   Tensor a = a_in, b = b_in;
   return binary_forward(op, 1.0, a, b, name);
@@ -175,6 +216,7 @@ Tensor floor_divide(const Tensor& a, const Tensor& b) {
 
 Tensor remainder(const Tensor& a_in, const Tensor& b_in) {
   Tensor a = a_in, b = b_in;
+  MINIDL_CHECK(result_type(a, b) != kBool, TypeError, "remainder: not implemented for bool tensors");
   Tensor out = binary_forward(BinaryOp::Remainder, 1.0, a, b, "remainder");
   SavedTensor sa(a, "remainder"), sb(b, "remainder");
   // a % b = a - floor(a / b) * b: gradient 1 for a, -floor(a / b) for b.
@@ -207,13 +249,12 @@ Tensor logical_xor(const Tensor& a, const Tensor& b) {
 
 Tensor logical_not(const Tensor& a_in) {
   Tensor a = a_in;
-  Tensor r = unary_forward(UnaryOp::LogicalNot, 0.0, a, "logical_not", false);
-  return r.dtype() == kBool ? r : r.to(kBool);
+  return unary_forward(UnaryOp::LogicalNot, 0.0, a, "logical_not");
 }
 
 Tensor add(const Tensor& a_in, const Scalar& s) {
   Tensor a = scalar_operand(a_in, s, "add");
-  Tensor out = unary_forward(UnaryOp::AddScalar, s.to_double(), a, "add", false);
+  Tensor out = unary_forward(UnaryOp::AddScalar, s.to_double(), a, "add");
   return autograd::record(out, "AddScalarBackward", {a}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
 }
 
@@ -225,7 +266,7 @@ Tensor sub(const Tensor& a, const Scalar& s) {
 Tensor mul(const Tensor& a_in, const Scalar& s_in) {
   Tensor a = scalar_operand(a_in, s_in, "mul");
   const double s = s_in.to_double();
-  Tensor out = unary_forward(UnaryOp::MulScalar, s, a, "mul", false);
+  Tensor out = unary_forward(UnaryOp::MulScalar, s, a, "mul");
   return autograd::record(out, "MulScalarBackward", {a},
                           [s](const Tensor& g) { return std::vector<Tensor>{mul(g, s)}; });
 }
@@ -241,7 +282,7 @@ Tensor remainder(const Tensor& a, const Scalar& s) { return remainder(a, scalar_
 
 Tensor pow(const Tensor& a_in, double p) {
   Tensor a = a_in;
-  Tensor out = unary_forward(UnaryOp::PowScalar, p, a, "pow", true);
+  Tensor out = unary_forward(UnaryOp::PowScalar, p, a, "pow");
   SavedTensor sa(a, "pow");
   return autograd::record(out, "PowScalarBackward", {a}, [sa, p](const Tensor& g) {
     return std::vector<Tensor>{mul(g, mul(pow(sa.get(), p - 1.0), p))};
@@ -252,13 +293,13 @@ Tensor neg(const Tensor& a_in) {
   Tensor a = a_in;
   ops::check_defined(a, "neg", "self");
   check_not_bool(a.dtype(), "neg", "negation", "logical_not");
-  Tensor out = unary_forward(UnaryOp::Neg, 0.0, a, "neg", false);
+  Tensor out = unary_forward(UnaryOp::Neg, 0.0, a, "neg");
   return autograd::record(out, "NegBackward", {a}, [](const Tensor& g) { return std::vector<Tensor>{neg(g)}; });
 }
 
 Tensor exp(const Tensor& a_in) {
   Tensor a = a_in;
-  Tensor out = unary_forward(UnaryOp::Exp, 0.0, a, "exp", true);
+  Tensor out = unary_forward(UnaryOp::Exp, 0.0, a, "exp");
   SavedTensor so(out, "exp");
   return autograd::record(out, "ExpBackward", {a},
                           [so](const Tensor& g) { return std::vector<Tensor>{mul(g, so.get())}; });
@@ -266,7 +307,7 @@ Tensor exp(const Tensor& a_in) {
 
 Tensor log(const Tensor& a_in) {
   Tensor a = a_in;
-  Tensor out = unary_forward(UnaryOp::Log, 0.0, a, "log", true);
+  Tensor out = unary_forward(UnaryOp::Log, 0.0, a, "log");
   SavedTensor sa(a, "log");
   return autograd::record(out, "LogBackward", {a},
                           [sa](const Tensor& g) { return std::vector<Tensor>{div(g, sa.get())}; });
@@ -274,7 +315,7 @@ Tensor log(const Tensor& a_in) {
 
 Tensor sqrt(const Tensor& a_in) {
   Tensor a = a_in;
-  Tensor out = unary_forward(UnaryOp::Sqrt, 0.0, a, "sqrt", true);
+  Tensor out = unary_forward(UnaryOp::Sqrt, 0.0, a, "sqrt");
   SavedTensor so(out, "sqrt");
   return autograd::record(out, "SqrtBackward", {a}, [so](const Tensor& g) {
     return std::vector<Tensor>{div(mul(g, 0.5), so.get())};
@@ -283,17 +324,19 @@ Tensor sqrt(const Tensor& a_in) {
 
 Tensor abs(const Tensor& a_in) {
   Tensor a = a_in;
-  Tensor out = unary_forward(UnaryOp::Abs, 0.0, a, "abs", false);
+  ops::check_defined(a, "abs", "self");
+  MINIDL_CHECK(a.dtype() != kBool, TypeError, "abs: not implemented for bool tensors");
+  Tensor out = unary_forward(UnaryOp::Abs, 0.0, a, "abs");
   SavedTensor sa(a, "abs");
   return autograd::record(out, "AbsBackward", {a}, [sa](const Tensor& g) {
     Tensor saved = sa.get();
-    return std::vector<Tensor>{mul(g, unary_forward(UnaryOp::Sign, 0.0, saved, "sign", false))};
+    return std::vector<Tensor>{mul(g, unary_forward(UnaryOp::Sign, 0.0, saved, "sign"))};
   });
 }
 
 Tensor relu(const Tensor& a_in) {
   Tensor a = a_in;
-  Tensor out = unary_forward(UnaryOp::Relu, 0.0, a, "relu", false);
+  Tensor out = unary_forward(UnaryOp::Relu, 0.0, a, "relu");
   SavedTensor so(out, "relu");  // out > 0 exactly where a > 0, and keeping out lets a be freed
   return autograd::record(out, "ReluBackward", {a}, [so](const Tensor& g) {
     return std::vector<Tensor>{ops::binary_grad(BinaryOp::ReluGrad, 0.0, g, so.get())};
@@ -316,7 +359,7 @@ Tensor& relu_(Tensor& a) {
 Tensor leaky_relu(const Tensor& a_in, double slope) {
   Tensor a = a_in;
   ops::check_floating(a, "leaky_relu");
-  Tensor out = unary_forward(UnaryOp::LeakyRelu, slope, a, "leaky_relu", true);
+  Tensor out = unary_forward(UnaryOp::LeakyRelu, slope, a, "leaky_relu");
   SavedTensor sa(a, "leaky_relu");
   return autograd::record(out, "LeakyReluBackward", {a}, [sa, slope](const Tensor& g) {
     return std::vector<Tensor>{ops::binary_grad(BinaryOp::LeakyReluGrad, slope, g, sa.get())};
@@ -327,7 +370,7 @@ Tensor gelu(const Tensor& a_in) {
   Tensor a = a_in;
   ops::check_defined(a, "gelu", "self");
   ops::check_floating(a, "gelu");  // PyTorch has no integral gelu
-  Tensor out = unary_forward(UnaryOp::Gelu, 0.0, a, "gelu", true);
+  Tensor out = unary_forward(UnaryOp::Gelu, 0.0, a, "gelu");
   SavedTensor sa(a, "gelu");
   return autograd::record(out, "GeluBackward", {a}, [sa](const Tensor& g) {
     return std::vector<Tensor>{ops::binary_grad(BinaryOp::GeluGrad, 0.0, g, sa.get())};
@@ -336,7 +379,7 @@ Tensor gelu(const Tensor& a_in) {
 
 Tensor sigmoid(const Tensor& a_in) {
   Tensor a = a_in;
-  Tensor out = unary_forward(UnaryOp::Sigmoid, 0.0, a, "sigmoid", true);
+  Tensor out = unary_forward(UnaryOp::Sigmoid, 0.0, a, "sigmoid");
   SavedTensor so(out, "sigmoid");
   return autograd::record(out, "SigmoidBackward", {a}, [so](const Tensor& g) {
     return std::vector<Tensor>{ops::binary_grad(BinaryOp::SigmoidGrad, 0.0, g, so.get())};
@@ -345,37 +388,17 @@ Tensor sigmoid(const Tensor& a_in) {
 
 Tensor tanh(const Tensor& a_in) {
   Tensor a = a_in;
-  Tensor out = unary_forward(UnaryOp::Tanh, 0.0, a, "tanh", true);
+  Tensor out = unary_forward(UnaryOp::Tanh, 0.0, a, "tanh");
   SavedTensor so(out, "tanh");
   return autograd::record(out, "TanhBackward", {a}, [so](const Tensor& g) {
     return std::vector<Tensor>{ops::binary_grad(BinaryOp::TanhGrad, 0.0, g, so.get())};
   });
 }
 
-/// The operand of an in-place op on self: in self's dtype, after checking that the result the out-of-place op
-/// would have (result_type) may be written into self.
-Tensor inplace_operand(const Tensor& self, const Tensor& other, const char* op) {
-  ops::check_defined(self, op, "self");
-  ops::check_defined(other, op, "other");
-  MINIDL_CHECK(other.device() == self.device(), TypeError, op, ": self is on ", self.device(), ", other on ",
-               other.device());
-  const DType r = result_type(self, other);
-  MINIDL_CHECK(can_cast(r, self.dtype()), TypeError, op, ": result type ", r, " can't be cast to the desired output "
-               "type ", self.dtype());
-  MINIDL_CHECK(broadcast_shapes(self.sizes(), other.sizes(), op) == self.sizes(), ValueError, op, ": other of shape ",
-               shape_str(other.sizes()), " does not broadcast to self's shape ", shape_str(self.sizes()));
-  return other.dtype() == self.dtype() ? other : other.to(self.dtype());
-}
-
-void check_inplace_scalar(const Tensor& self, const Scalar& s, const char* op) {
-  ops::check_defined(self, op, "self");
-  const DType r = result_type(self, s);
-  MINIDL_CHECK(can_cast(r, self.dtype()), TypeError, op, ": result type ", r, " can't be cast to the desired output "
-               "type ", self.dtype());
-}
+// ---- in place ------------------------------------------------------------------------------------------
 
 Tensor& Tensor::add_(const Tensor& other_in, const Scalar& alpha_in) {
-  const Tensor other = inplace_operand(*this, other_in, "add_");
+  const Tensor other = ops::inplace_operand(*this, other_in, "add_");
   const double alpha = alpha_in.to_double();
   check_inplace_allowed(*this, "add_");
   const autograd::InplaceRecord rec(*this, "add_", "Add_Backward", {other});
@@ -389,18 +412,19 @@ Tensor& Tensor::add_(const Tensor& other_in, const Scalar& alpha_in) {
   return *this;
 }
 
-Tensor& Tensor::add_(const Scalar& value) {
-  check_inplace_scalar(*this, value, "add_");
+Tensor& Tensor::add_(const Scalar& other, const Scalar& alpha) {
+  ops::check_inplace_scalar(*this, other, "add_");
+  ops::check_inplace_scalar(*this, alpha, "add_");
   check_inplace_allowed(*this, "add_");
   const autograd::InplaceRecord rec(*this, "add_", "AddScalar_Backward");
-  MINIDL_ON_BACKEND(device(), unary(kernels::UnaryOp::AddScalar, value.to_double(), *this, *this));
+  MINIDL_ON_BACKEND(device(), unary(kernels::UnaryOp::AddScalar, scaled(other, alpha).to_double(), *this, *this));
   bump_version(*this);
   rec.finish(*this, [](const Tensor& g) { return std::vector<Tensor>{g}; });
   return *this;
 }
 
 Tensor& Tensor::mul_(const Scalar& value_in) {
-  check_inplace_scalar(*this, value_in, "mul_");
+  ops::check_inplace_scalar(*this, value_in, "mul_");
   check_inplace_allowed(*this, "mul_");
   const double value = value_in.to_double();
   const autograd::InplaceRecord rec(*this, "mul_", "MulScalar_Backward");
@@ -410,13 +434,117 @@ Tensor& Tensor::mul_(const Scalar& value_in) {
   return *this;
 }
 
+Tensor& Tensor::sub_(const Tensor& other, const Scalar& alpha) {
+  check_not_bool(dtype(), "sub_", "subtraction", "logical_xor");
+  return add_(other, alpha.is_floating_point() ? Scalar(-alpha.to_double()) : Scalar(-alpha.to_long()));
+}
+Tensor& Tensor::sub_(const Scalar& other, const Scalar& alpha) {
+  check_not_bool(dtype(), "sub_", "subtraction", "logical_xor");
+  return add_(other, alpha.is_floating_point() ? Scalar(-alpha.to_double()) : Scalar(-alpha.to_long()));
+}
+
+Tensor& Tensor::mul_(const Tensor& other_in) {
+  const Tensor other = ops::inplace_operand(*this, other_in, "mul_");
+  return ops::apply_inplace(
+      *this, "mul_", dtype(), {other},
+      [&] { MINIDL_ON_BACKEND(device(), binary(BinaryOp::Mul, 1.0, *this, other, *this)); },
+      [&](const Tensor& self) { return minidl::mul(self, other); });
+}
+
+Tensor& Tensor::div_(const Tensor& other_in) {
+  ops::check_defined(*this, "div_", "self");
+  ops::check_defined(other_in, "div_", "other");
+  const DType result = ops::floating_result(result_type(*this, other_in));
+  MINIDL_CHECK(can_cast(result, dtype()), TypeError, "div_: result type ", result, " can't be cast to the desired "
+               "output type ", dtype());
+  const Tensor other = ops::inplace_operand(*this, other_in, "div_");
+  return ops::apply_inplace(
+      *this, "div_", result, {other},
+      [&] { MINIDL_ON_BACKEND(device(), binary(BinaryOp::Div, 1.0, *this, other, *this)); },
+      [&](const Tensor& self) { return minidl::div(self, other); });
+}
+
+Tensor& Tensor::div_(const Scalar& other) {
+  ops::check_defined(*this, "div_", "self");
+  MINIDL_CHECK(is_floating_point(), TypeError, "div_: result type ", kFloat32, " can't be cast to the desired "
+               "output type ", dtype());
+  return mul_(1.0 / other.to_double());
+}
+
+Tensor& Tensor::pow_(double exponent) {
+  return ops::unary_inplace(*this, UnaryOp::PowScalar, exponent, "pow_",
+                            [exponent](const Tensor& self) { return minidl::pow(self, exponent); });
+}
+
+Tensor& Tensor::neg_() {
+  ops::check_defined(*this, "neg_", "self");
+  check_not_bool(dtype(), "neg_", "negation", "logical_not");
+  return ops::unary_inplace(*this, UnaryOp::Neg, 0.0, "neg_", [](const Tensor& self) { return minidl::neg(self); });
+}
+Tensor& Tensor::abs_() {
+  ops::check_defined(*this, "abs_", "self");
+  MINIDL_CHECK(dtype() != kBool, TypeError, "abs_: not implemented for bool tensors");
+  return ops::unary_inplace(*this, UnaryOp::Abs, 0.0, "abs_", [](const Tensor& self) { return minidl::abs(self); });
+}
+Tensor& Tensor::exp_() {
+  return ops::unary_inplace(*this, UnaryOp::Exp, 0.0, "exp_", [](const Tensor& self) { return minidl::exp(self); });
+}
+Tensor& Tensor::log_() {
+  return ops::unary_inplace(*this, UnaryOp::Log, 0.0, "log_", [](const Tensor& self) { return minidl::log(self); });
+}
+Tensor& Tensor::sqrt_() {
+  return ops::unary_inplace(*this, UnaryOp::Sqrt, 0.0, "sqrt_", [](const Tensor& self) { return minidl::sqrt(self); });
+}
+Tensor& Tensor::sigmoid_() {
+  return ops::unary_inplace(*this, UnaryOp::Sigmoid, 0.0, "sigmoid_",
+                            [](const Tensor& self) { return minidl::sigmoid(self); });
+}
+Tensor& Tensor::tanh_() {
+  return ops::unary_inplace(*this, UnaryOp::Tanh, 0.0, "tanh_", [](const Tensor& self) { return minidl::tanh(self); });
+}
+Tensor& Tensor::relu_() { return minidl::relu_(*this); }
+
+// ---- methods -------------------------------------------------------------------------------------------
+
+Tensor Tensor::add(const Tensor& other, const Scalar& alpha) const { return minidl::add(*this, other, alpha); }
+Tensor Tensor::add(const Scalar& other, const Scalar& alpha) const { return minidl::add(*this, scaled(other, alpha)); }
+Tensor Tensor::sub(const Tensor& other, const Scalar& alpha) const { return minidl::sub(*this, other, alpha); }
+Tensor Tensor::sub(const Scalar& other, const Scalar& alpha) const { return minidl::sub(*this, scaled(other, alpha)); }
+Tensor Tensor::mul(const Tensor& other) const { return minidl::mul(*this, other); }
+Tensor Tensor::mul(const Scalar& other) const { return minidl::mul(*this, other); }
+Tensor Tensor::div(const Tensor& other) const { return minidl::div(*this, other); }
+Tensor Tensor::div(const Scalar& other) const { return minidl::div(*this, other); }
+Tensor Tensor::floor_divide(const Tensor& other) const { return minidl::floor_divide(*this, other); }
+Tensor Tensor::floor_divide(const Scalar& other) const { return minidl::floor_divide(*this, other); }
+Tensor Tensor::remainder(const Tensor& other) const { return minidl::remainder(*this, other); }
+Tensor Tensor::remainder(const Scalar& other) const { return minidl::remainder(*this, other); }
+Tensor Tensor::pow(const Tensor& exponent) const { return minidl::pow(*this, exponent); }
+Tensor Tensor::pow(double exponent) const { return minidl::pow(*this, exponent); }
+Tensor Tensor::maximum(const Tensor& other) const { return minidl::maximum(*this, other); }
+Tensor Tensor::minimum(const Tensor& other) const { return minidl::minimum(*this, other); }
+Tensor Tensor::neg() const { return minidl::neg(*this); }
+Tensor Tensor::abs() const { return minidl::abs(*this); }
 Tensor Tensor::exp() const { return minidl::exp(*this); }
 Tensor Tensor::log() const { return minidl::log(*this); }
 Tensor Tensor::sqrt() const { return minidl::sqrt(*this); }
-Tensor Tensor::pow(double e) const { return minidl::pow(*this, e); }
 Tensor Tensor::relu() const { return minidl::relu(*this); }
-Tensor& Tensor::relu_() { return minidl::relu_(*this); }
 Tensor Tensor::sigmoid() const { return minidl::sigmoid(*this); }
 Tensor Tensor::tanh() const { return minidl::tanh(*this); }
+Tensor Tensor::eq(const Tensor& other) const { return minidl::eq(*this, other); }
+Tensor Tensor::eq(const Scalar& other) const { return minidl::eq(*this, other); }
+Tensor Tensor::ne(const Tensor& other) const { return minidl::ne(*this, other); }
+Tensor Tensor::ne(const Scalar& other) const { return minidl::ne(*this, other); }
+Tensor Tensor::lt(const Tensor& other) const { return minidl::lt(*this, other); }
+Tensor Tensor::lt(const Scalar& other) const { return minidl::lt(*this, other); }
+Tensor Tensor::le(const Tensor& other) const { return minidl::le(*this, other); }
+Tensor Tensor::le(const Scalar& other) const { return minidl::le(*this, other); }
+Tensor Tensor::gt(const Tensor& other) const { return minidl::gt(*this, other); }
+Tensor Tensor::gt(const Scalar& other) const { return minidl::gt(*this, other); }
+Tensor Tensor::ge(const Tensor& other) const { return minidl::ge(*this, other); }
+Tensor Tensor::ge(const Scalar& other) const { return minidl::ge(*this, other); }
+Tensor Tensor::logical_and(const Tensor& other) const { return minidl::logical_and(*this, other); }
+Tensor Tensor::logical_or(const Tensor& other) const { return minidl::logical_or(*this, other); }
+Tensor Tensor::logical_xor(const Tensor& other) const { return minidl::logical_xor(*this, other); }
+Tensor Tensor::logical_not() const { return minidl::logical_not(*this); }
 
 }  // namespace minidl

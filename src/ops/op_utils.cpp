@@ -72,9 +72,9 @@ Tensor empty_as(const Shape& shape, const Tensor& t) {
   return empty(shape, TensorOptions(t.dtype()).device(t.device()));
 }
 
-Tensor binary_grad(kernels::BinaryOp op, double alpha, const Tensor& g, const Tensor& saved) {
+Tensor binary_grad(kernels::BinaryOp op, const kernels::OpScalars& s, const Tensor& g, const Tensor& saved) {
   Tensor out = empty_as(g.sizes(), g);
-  MINIDL_ON_BACKEND(g.device(), binary(op, alpha, g, saved, out));
+  MINIDL_ON_BACKEND(g.device(), binary(op, s, g, saved, out));
   return out;
 }
 

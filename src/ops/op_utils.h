@@ -10,6 +10,8 @@
 namespace minidl {
 namespace ops {
 
+/// PyTorch's result_type of any number of operands (ops/type_promotion.cpp), each tensor defined.
+DType result_type_of(const std::vector<Tensor>& tensors, const std::vector<Scalar>& scalars, const char* op);
 /// Throws unless `t` is defined.
 void check_defined(const Tensor& t, const char* op, const char* arg);
 /// Throws TypeError naming the op and both operands unless they share device and dtype.
@@ -38,7 +40,7 @@ Tensor gemm(const Tensor& a, const Tensor& b, std::int64_t batch, std::int64_t m
 /// `g` broadcast to `shape` (materialised).
 Tensor expand_to(const Tensor& g, const Shape& shape);
 /// A backward rule's elementwise gradient op(g, saved) (ReluGrad, SigmoidGrad, ...), both of g's shape.
-Tensor binary_grad(kernels::BinaryOp op, double alpha, const Tensor& g, const Tensor& saved);
+Tensor binary_grad(kernels::BinaryOp op, const kernels::OpScalars& s, const Tensor& g, const Tensor& saved);
 /// binary_grad written over g itself when nothing else can see g: the engine's incoming gradient of a backward
 /// closure, with no other handle and no view of its storage (and anomaly detection off, which reads it after the
 /// closure). A fused layer's backward (ConvReLU2d, LinearReLU) thus holds one gradient-sized buffer, not two,

@@ -55,6 +55,18 @@ DType result_type(const Tensor& a, const Scalar& b) {
   return s.result();
 }
 
+namespace ops {
+DType result_type_of(const std::vector<Tensor>& tensors, const std::vector<Scalar>& scalars, const char* op) {
+  ResultTypeState s;
+  for (const Tensor& t : tensors) {
+    check_defined(t, op, "tensor");
+    s.add(t);
+  }
+  for (const Scalar& v : scalars) s.add(v);
+  return s.result();
+}
+}  // namespace ops
+
 bool can_cast(DType from, DType to) {
   if (is_floating_point(from) && is_integral(to, false)) return false;
   return !(from != kBool && to == kBool);

@@ -7,6 +7,7 @@
 #include "minidl/dtype.h"
 #include "minidl/errors.h"
 #include "minidl/ops.h"
+#include "minidl/reduction.h"
 #include "minidl/tensor.h"
 #include "minidl/nn.h"
 #include "minidl/threads.h"

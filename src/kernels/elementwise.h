@@ -288,8 +288,5 @@ void visit_binary(BinaryOp op, T alpha, F&& f) {
   throw TypeError(detail::str(op_name(op), ": not implemented for an integral or bool dtype"));
 }
 
-/// Reductions run over the middle dim of a (outer, n, inner) view.
-enum class ReduceOp : std::uint8_t { Sum, Max };
-
 }  // namespace kernels
 }  // namespace minidl

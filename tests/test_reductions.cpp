@@ -881,7 +881,9 @@ TEST(ReductionsGpu, ScansSortAndTopkAgreeWithTheCpu) {
     const std::int64_t nd = static_cast<std::int64_t>(s.size());
     for (std::int64_t d = 0; d < std::max<std::int64_t>(nd, 1); ++d) {
       const std::string tag = shape_str(s) + " dim " + std::to_string(d);
-      expect_devices_agree("cumsum " + tag, one([d](const Tensor& a) { return cumsum(a, d); }), uni(s));
+      const double n_dim = nd == 0 ? 1.0 : static_cast<double>(s[static_cast<std::size_t>(d)]);
+      expect_devices_agree("cumsum " + tag, one([d](const Tensor& a) { return cumsum(a, d); }), uni(s), true,
+                           1e-13 * n_dim);
       expect_devices_agree("cumprod " + tag, one([d](const Tensor& a) { return cumprod(a, d); }), uni(s, 0.999, 1.001));
       expect_devices_agree("sort " + tag, both([d](const Tensor& a) { return sort(a, d); }), distinct(s));
       expect_devices_agree("sort ties " + tag, both([d](const Tensor& a) { return sort(a, d, true); }),
@@ -896,6 +898,17 @@ TEST(ReductionsGpu, ScansSortAndTopkAgreeWithTheCpu) {
                              small_ints(s, 5, kFloat32));
       }
     }
+  }
+  // Few long strided columns (scanned as transposed rows) and one long row (many scan tiles).
+  for (const Shape& s : {Shape{2, 300000, 3}, Shape{1, 3000000}}) {
+    const std::int64_t d = 1;
+    const double floor = 1e-12 * static_cast<double>(shape_numel(s));  // long float64 running sums near 0
+    expect_devices_agree("cumsum " + shape_str(s), one([d](const Tensor& a) { return cumsum(a, d); }), uni(s), true,
+                         floor);
+    expect_devices_agree("cumsum int32 " + shape_str(s), one([d](const Tensor& a) { return cumsum(a, d); }),
+                         small_ints(s, 5, kInt32));
+    expect_devices_agree("cumprod " + shape_str(s), one([d](const Tensor& a) { return cumprod(a, d); }),
+                         uni(s, 0.99999, 1.00001));
   }
   // Zeros in cumprod's input, on the GPU's backward kernel.
   std::vector<double> v = uni({6, 40}, 0.5, 1.5).to_vector<double>();

@@ -27,7 +27,7 @@ constexpr i64 kMinColumnSegment = 128;
 constexpr i64 kTargetBlocks = 1024;  // below this many blocks, long slices are split further
 constexpr i64 kGroupRowMax = 4096;   // rows up to this long go to a group of lanes rather than a block
 constexpr int kColumnRows = 8;       // rows of threads in a block over strided slices
-constexpr int kUnroll = 4;           // loads in flight per thread before they are combined in order
+constexpr int kUnroll = 8;           // strided loads in flight per thread before they are combined in order
 
 __host__ __device__ inline i64 ceil_div(i64 a, i64 b) { return (a + b - 1) / b; }
 

@@ -84,7 +84,7 @@ void scan_rows(F f, bool reverse, const In* x, i64 rows, i64 n, Out* out) {
 template <class In, class Out, class A, class F>
 __global__ void scan_columns_kernel(F f, A identity, bool reverse, const In* __restrict__ x, Out* __restrict__ out,
                                     i64 outer, i64 n, i64 inner) {
-  constexpr int kUnroll = 4;
+  constexpr int kUnroll = 16;  // loads in flight: one thread per column has no other parallelism along n
   GRID_STRIDE(j, outer * inner) {
     const i64 base = (j / inner) * n * inner + j % inner;
     const i64 step = reverse ? -inner : inner, first = base + (reverse ? (n - 1) * inner : 0);

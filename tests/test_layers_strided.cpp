@@ -30,7 +30,7 @@ std::vector<StridedCase> cases() {
       {"log_softmax", {5, 4}, t2, [](const Tensor& v, const Device&) { return log_softmax(v, 0); }},
       {"sum_dims", {3, 4, 5}, [](const Tensor& x) { return x.permute({2, 0, 1}); },
        [](const Tensor& v, const Device&) { return sum(v, {0, 2}); }},
-      {"max_dim", {5, 4}, t2, [](const Tensor& v, const Device&) { return max(v, 1); }},
+      {"max_dim", {5, 4}, t2, [](const Tensor& v, const Device&) { return std::get<0>(max(v, 1)); }},
       {"linear", {6, 4}, t2,
        [](const Tensor& v, const Device& d) {
          manual_seed(3);  // the same weights on every device: drawn on the CPU

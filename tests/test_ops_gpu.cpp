@@ -227,12 +227,12 @@ std::vector<OpCase> make_cases() {
            {{1, 7}, 1}}) {
     for (bool keepdim : {false, true}) {
       const std::string name = tag(s) + "_" + dim_tag(d) + (keepdim ? "_keepdim" : "");
-      add_case("max_" + name, {distinct(s)}, unary_fn([d = d, keepdim](const Tensor& a) { return max(a, d, keepdim); }));
+      add_case("max_" + name, {distinct(s)}, unary_fn([d = d, keepdim](const Tensor& a) { return std::get<0>(max(a, d, keepdim)); }));
       add_case("argmax_" + name, {distinct(s)},
                unary_fn([d = d, keepdim](const Tensor& a) { return argmax(a, d, keepdim); }), false);
     }
     add_case("max_ties_" + tag(s) + "_" + dim_tag(d), {small_ints(s)},
-             unary_fn([d = d](const Tensor& a) { return max(a, d); }));
+             unary_fn([d = d](const Tensor& a) { return std::get<0>(max(a, d)); }));
     add_case("argmax_ties_" + tag(s) + "_" + dim_tag(d), {small_ints(s)},
              unary_fn([d = d](const Tensor& a) { return argmax(a, d); }), false);
   }
@@ -488,7 +488,7 @@ TEST(OpsGpu, SteadyStateTrainingLoopMakesNoCudaMalloc) {
   Tensor w2 = uniform({65, 9}, -0.2, 0.2, o).requires_grad_(), b2 = zeros({1, 9}, o).requires_grad_();
   auto step = [&] {
     const Tensor h = relu(matmul(x, w1) + b1);
-    const Tensor loss = neg(mean(max(log_softmax(matmul(h, w2) + b2, 1), 1), {}));
+    const Tensor loss = neg(mean(std::get<0>(max(log_softmax(matmul(h, w2) + b2, 1), 1))));
     loss.backward();
     NoGradGuard no_grad;  // an SGD update, in place
     for (Tensor* p : {&w1, &b1, &w2, &b2}) {

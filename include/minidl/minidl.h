@@ -10,6 +10,7 @@
 #include "minidl/linalg.h"
 #include "minidl/ops.h"
 #include "minidl/math.h"
+#include "minidl/reduction.h"
 #include "minidl/tensor.h"
 #include "minidl/nn.h"
 #include "minidl/threads.h"

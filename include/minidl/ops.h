@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "minidl/reduction.h"
 #include "minidl/scalar.h"
 #include "minidl/tensor.h"
 
@@ -75,14 +76,7 @@ Tensor squeeze(const Tensor& a);
 Tensor squeeze(const Tensor& a, std::int64_t dim);
 Tensor unsqueeze(const Tensor& a, std::int64_t dim);
 
-Tensor sum(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim = false);
-Tensor mean(const Tensor& a, const std::vector<std::int64_t>& dims, bool keepdim = false);
-/// Maximum over one dimension (gradient flows to the first maximal element).
-Tensor max(const Tensor& a, std::int64_t dim, bool keepdim = false);
-/// Index of the first maximum along dim (int64, not differentiable).
-Tensor argmax(const Tensor& a, std::int64_t dim, bool keepdim = false);
-/// Sums `a` down to `shape` (the reverse of broadcasting).
-Tensor sum_to(const Tensor& a, const Shape& shape);
+// Reductions (sum, mean, max, argmax, sum_to, ...), scans and sorting: minidl/reduction.h.
 
 /// Numerically stable (finite for logits of ±1000).
 Tensor softmax(const Tensor& a, std::int64_t dim);

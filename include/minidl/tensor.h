@@ -9,12 +9,14 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <tuple>
 #include <type_traits>
 #include <vector>
 
 #include "minidl/device.h"
 #include "minidl/dtype.h"
 #include "minidl/errors.h"
+#include "minidl/int_array_ref.h"
 #include "minidl/scalar.h"
 #include "minidl/shape.h"
 #include "minidl/tensor_accessor.h"
@@ -132,14 +134,76 @@ class Tensor {
   Tensor expand_as(const Tensor& other) const { return expand(other.sizes()); }
   Tensor as_strided(const Shape& sizes, const Shape& strides, std::int64_t storage_offset) const;
 
-  // Reductions (differentiable except argmax).
-  Tensor sum() const;
-  Tensor sum(const std::vector<std::int64_t>& dims, bool keepdim = false) const;
-  Tensor mean() const;
-  Tensor mean(const std::vector<std::int64_t>& dims, bool keepdim = false) const;
+  // ---- Reductions, scans, sorting: the methods of include/minidl/reduction.h (see there for each op's rules) ----
+  // An empty dim list reduces over every dim. Each dim form takes one dim or a list: x.sum(1), x.sum({0, 2}, true).
+  Tensor sum(std::optional<DType> dtype = std::nullopt) const;
+  Tensor sum(IntArrayRef dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor prod(std::optional<DType> dtype = std::nullopt) const;
+  Tensor prod(std::int64_t dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  Tensor mean(std::optional<DType> dtype = std::nullopt) const;
+  Tensor mean(IntArrayRef dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt) const;
+  // var / std: `correction` is subtracted from the count in the divisor (default 1: Bessel's correction);
+  // unbiased = true means correction 1, false 0. x.var(1) is over dim 1 (LibTorch's C++-only int overload), and
+  // x.var({1}) too: the unbiased-only form takes a bool alone.
+  template <class B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
+  Tensor var(B unbiased) const {
+    return var(IntArrayRef(), std::optional<Scalar>(unbiased ? 1 : 0), false);
+  }
+  Tensor var(IntArrayRef dim, bool unbiased, bool keepdim = false) const;
+  Tensor var(IntArrayRef dim = {}, const std::optional<Scalar>& correction = std::nullopt, bool keepdim = false) const;
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  Tensor var(I dim) const {
+    const std::int64_t d = dim;
+    return var(IntArrayRef(d), std::optional<Scalar>(), false);
+  }
+  template <class B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
+  Tensor std(B unbiased) const {
+    return std(IntArrayRef(), std::optional<Scalar>(unbiased ? 1 : 0), false);
+  }
+  Tensor std(IntArrayRef dim, bool unbiased, bool keepdim = false) const;
+  Tensor std(IntArrayRef dim = {}, const std::optional<Scalar>& correction = std::nullopt, bool keepdim = false) const;
+  template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+  Tensor std(I dim) const {
+    const std::int64_t d = dim;
+    return std(IntArrayRef(d), std::optional<Scalar>(), false);
+  }
   Tensor max() const;
-  Tensor max(std::int64_t dim, bool keepdim = false) const;
-  Tensor argmax(std::int64_t dim, bool keepdim = false) const;
+  std::tuple<Tensor, Tensor> max(std::int64_t dim, bool keepdim = false) const;
+  Tensor max(const Tensor& other) const;
+  Tensor min() const;
+  std::tuple<Tensor, Tensor> min(std::int64_t dim, bool keepdim = false) const;
+  Tensor min(const Tensor& other) const;
+  Tensor argmax(std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor argmin(std::optional<std::int64_t> dim = std::nullopt, bool keepdim = false) const;
+  Tensor amax(IntArrayRef dim = {}, bool keepdim = false) const;
+  Tensor amin(IntArrayRef dim = {}, bool keepdim = false) const;
+  Tensor logsumexp(IntArrayRef dim, bool keepdim = false) const;
+  Tensor norm(const Scalar& p = 2) const;
+  Tensor norm(const std::optional<Scalar>& p, IntArrayRef dim, bool keepdim = false) const;
+  Tensor cumsum(std::int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+  Tensor cumprod(std::int64_t dim, std::optional<DType> dtype = std::nullopt) const;
+  std::tuple<Tensor, Tensor> topk(std::int64_t k, std::int64_t dim = -1, bool largest = true, bool sorted = true) const;
+  // Sorting is always stable: `stable` is accepted for LibTorch's signatures (a bool literal selects them).
+  std::tuple<Tensor, Tensor> sort(std::int64_t dim = -1, bool descending = false) const;
+  std::tuple<Tensor, Tensor> sort(std::optional<bool> stable, std::int64_t dim = -1, bool descending = false) const;
+  template <class B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
+  std::tuple<Tensor, Tensor> sort(B stable, std::int64_t dim = -1, bool descending = false) const {
+    return sort(std::optional<bool>(stable), dim, descending);
+  }
+  Tensor argsort(std::int64_t dim = -1, bool descending = false) const;
+  template <class B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
+  Tensor argsort(B /*stable*/, std::int64_t dim = -1, bool descending = false) const {
+    return argsort(dim, descending);
+  }
+  Tensor any() const;
+  Tensor any(std::int64_t dim, bool keepdim = false) const;
+  Tensor any(IntArrayRef dim, bool keepdim = false) const;
+  Tensor all() const;
+  Tensor all(std::int64_t dim, bool keepdim = false) const;
+  Tensor all(IntArrayRef dim, bool keepdim = false) const;
+  bool allclose(const Tensor& other, double rtol = 1e-05, double atol = 1e-08, bool equal_nan = false) const;
+  bool equal(const Tensor& other) const;
+  // ---- end of reductions ----
 
   // ---- elementwise math: the free functions of ops.h and math.h as methods (src/ops/elementwise.cpp,
   // src/ops/math.cpp); the in-place forms (name_) follow the in-place rules below.

@@ -20,6 +20,8 @@
 #include "kernels/matmul_layout.h"
 #include "kernels/optim_update.h"
 #include "kernels/params.h"
+#include "kernels/reduce.h"
+#include "kernels/scan.h"
 #include "minidl/config.h"
 #include "minidl/tensor.h"
 #if MINIDL_CUDA_ENABLED
@@ -75,14 +77,39 @@
   void ternary(kernels::TernaryOp op, const kernels::OpScalars& s, const Tensor& a, const Tensor& b,                 \
                const Tensor& c, Tensor& out);
 
-// ---- reduce: src/cpu/reduce.cpp, src/cuda/reduce.cu -----------------------------------------------------
+// ---- reduce: src/cpu/reduce.cpp, src/cuda/reduce.cu (the formulas: kernels/reduce.h) ----------------------
 #define MINIDL_REDUCE_KERNELS                                                                                        \
-  /* x viewed as (outer, n, inner) reduced over n into out (outer, inner); indices (int64) for Max. */               \
-  void reduce(kernels::ReduceOp op, const Tensor& x, std::int64_t outer, std::int64_t n, std::int64_t inner,         \
-              Tensor& out, Tensor* indices);                                                                         \
-  /* dx (outer, n, inner) = 0 except dx[o, indices[o, i], i] = grad[o, i]. */                                        \
+  /* x (outer, n, inner), any dtype, reduced over n by `op` (with its params) into out (outer, inner) of a */        \
+  /* dtype that op's reducer writes (kernels/reduce.h: the result's, or a pass's intermediate); `indices` */        \
+  /* (int64, may be null) receive the positions of the maxima / minima of Max and Min. n == 0 gives the op's */    \
+  /* value of no elements. */                                                                                       \
+  void reduce(kernels::ReduceOp op, const kernels::ReduceParams& params, const Tensor& x, std::int64_t outer,       \
+              std::int64_t n, std::int64_t inner, Tensor& out, Tensor* indices);                                     \
+  /* dx (outer, n, inner) = 0 except dx[o, indices[o, j, i], i] = grad[o, j, i], for grad and indices */             \
+  /* (outer, k, inner) whose positions differ along j (the backward of max, min, sort and topk). */                  \
   void scatter_reduced(const Tensor& grad, const Tensor& indices, std::int64_t outer, std::int64_t n,                \
                        std::int64_t inner, Tensor& dx);
+
+// ---- scan: src/cpu/scan.cpp, src/cuda/scan.cu (kernels/scan.h) ------------------------------------------
+#define MINIDL_SCAN_KERNELS                                                                                          \
+  /* out (outer, n, inner) = the inclusive running sum or product of x along n (from the last element when */       \
+  /* reverse), accumulated as kernels/reduce.h's sums; out has x's dtype (floating) or int64. */                     \
+  void scan(kernels::ScanOp op, bool reverse, const Tensor& x, std::int64_t outer, std::int64_t n,                   \
+            std::int64_t inner, Tensor& out);                                                                        \
+  /* dx = the gradient of cumprod(x) along n given its output's gradient grad (floating; exact with zeros). */      \
+  void cumprod_backward(const Tensor& x, const Tensor& grad, std::int64_t outer, std::int64_t n,                     \
+                        std::int64_t inner, Tensor& dx);
+
+// ---- sort: src/cpu/sort.cpp, src/cuda/sort.cu (the order: kernels/sort_keys.h) -------------------------------
+// Rows of length n of a contiguous (rows, n) x of any dtype, ordered as PyTorch: NaN above every number, -0 equal
+// to +0. values (x's dtype) and indices (int64) are (rows, n) for sort, (rows, k) for topk.
+#define MINIDL_SORT_KERNELS                                                                                          \
+  /* Each row stably sorted, ascending or descending (equal elements keep their order). */                          \
+  void sort(const Tensor& x, std::int64_t rows, std::int64_t n, bool descending, Tensor& values, Tensor& indices);  \
+  /* The k (<= n) largest (or smallest) of each row, ties to the lower index; in order when sorted, else in */      \
+  /* an order of the backend's. */                                                                                  \
+  void topk(const Tensor& x, std::int64_t rows, std::int64_t n, std::int64_t k, bool largest, bool sorted,           \
+            Tensor& values, Tensor& indices);
 
 // ---- matmul: src/cpu/matmul.cpp, src/cuda/matmul.cu (operand geometry: kernels/matmul_layout.h) ---------
 #define MINIDL_MATMUL_KERNELS                                                                                        \
@@ -242,9 +269,9 @@
 // Every family, declared once for each backend.
 #define MINIDL_BACKEND_KERNELS                                                                                       \
   MINIDL_COPY_KERNELS MINIDL_RANGE_KERNELS MINIDL_RANDOM_KERNELS MINIDL_ELEMENTWISE_KERNELS MINIDL_REDUCE_KERNELS    \
-  MINIDL_MATMUL_KERNELS MINIDL_SOFTMAX_KERNELS MINIDL_CROSS_ENTROPY_KERNELS MINIDL_GATHER_KERNELS                    \
-  MINIDL_OPTIM_KERNELS MINIDL_CONV2D_KERNELS MINIDL_POOL2D_KERNELS MINIDL_BATCH_NORM_KERNELS MINIDL_JOINING_KERNELS  \
-  MINIDL_TRIANGLE_KERNELS MINIDL_WHERE_KERNELS
+  MINIDL_SCAN_KERNELS MINIDL_SORT_KERNELS MINIDL_MATMUL_KERNELS MINIDL_SOFTMAX_KERNELS MINIDL_CROSS_ENTROPY_KERNELS  \
+  MINIDL_GATHER_KERNELS MINIDL_OPTIM_KERNELS MINIDL_CONV2D_KERNELS MINIDL_POOL2D_KERNELS MINIDL_BATCH_NORM_KERNELS   \
+  MINIDL_JOINING_KERNELS MINIDL_TRIANGLE_KERNELS MINIDL_WHERE_KERNELS
 
 namespace minidl {
 namespace cpu {
@@ -265,6 +292,8 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 #undef MINIDL_RANDOM_KERNELS
 #undef MINIDL_ELEMENTWISE_KERNELS
 #undef MINIDL_REDUCE_KERNELS
+#undef MINIDL_SCAN_KERNELS
+#undef MINIDL_SORT_KERNELS
 #undef MINIDL_MATMUL_KERNELS
 #undef MINIDL_SOFTMAX_KERNELS
 #undef MINIDL_CROSS_ENTROPY_KERNELS

@@ -477,8 +477,5 @@ template <class S, class O, class F> void visit_ternary(TernaryOp op, const OpSc
 #undef MINIDL_BINARY_CASE
 #undef MINIDL_TERNARY_CASE
 
-/// Reductions run over the middle dim of a (outer, n, inner) view.
-enum class ReduceOp : std::uint8_t { Sum, Max };
-
 }  // namespace kernels
 }  // namespace minidl

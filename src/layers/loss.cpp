@@ -11,8 +11,8 @@ namespace {
 Tensor reduce(const Tensor& losses, Reduction reduction) {
   switch (reduction) {
     case Reduction::None: return losses;
-    case Reduction::Sum: return sum(losses, {});
-    case Reduction::Mean: return mean(losses, {});
+    case Reduction::Sum: return sum(losses);
+    case Reduction::Mean: return mean(losses);
   }
   return losses;
 }

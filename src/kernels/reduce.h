@@ -57,10 +57,6 @@ template <class T>
 MINIDL_HD T infinity_of() {
   return static_cast<T>(INFINITY);
 }
-template <class T>
-MINIDL_HD bool m_isinf(T x) {
-  return x == infinity_of<T>() || x == -infinity_of<T>();
-}
 
 /// Integral sums and products wrap around (in unsigned arithmetic: signed overflow is undefined in C++).
 template <class T>

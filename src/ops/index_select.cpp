@@ -82,7 +82,7 @@ Tensor& Tensor::index_add_(std::int64_t dim, const Tensor& index, const Tensor& 
   Tensor values = src1;
   if (a != 1.0) {
     const NoGradGuard no_grad;
-    values = mul(src1, alpha).to(dtype());
+    values = minidl::mul(src1, alpha).to(dtype());
   }
   // No alias of self may exist while the record checks that self's storage is its own.
   const autograd::InplaceRecord rec(*this, op, "IndexAdd_Backward", {source});
@@ -96,7 +96,7 @@ Tensor& Tensor::index_add_(std::int64_t dim, const Tensor& index, const Tensor& 
     Tensor g_source;
     if (source_grad) {
       g_source = minidl::index_select(g, d, saved.get());
-      if (a != 1.0) g_source = mul(g_source, a);
+      if (a != 1.0) g_source = minidl::mul(g_source, a);
     }
     return std::vector<Tensor>{g, g_source};
   });

@@ -2,6 +2,9 @@
 // batch 64 and 256 (shapes in op_cases.h): the convolutions (cuDNN) and linear GEMMs (cuBLAS) forward,
 // backward-input and backward-weight with TF32 off and on, and the memory-bound 2x2 max-pool and ReLUs
 // (own kernels). conv1's input gradient is left out: the training step never computes it (the image needs none).
+// tensor_ops/<op>/<shape>: the memory-bound tensor ops of a model's hot path (cat, indexing, gather, scatter_add,
+// where, masked_fill, reductions, cumsum, topk) through the public API on large float32 tensors, against
+// tensor_ops/copy (bench/compare_tensor_ops.py times PyTorch's same calls beside them).
 //
 // Timing: the first call of a pass runs eagerly (cuDNN's algorithm search and workspace allocation happen
 // there), then kCallsPerSample calls are captured into one CUDA graph, as the training step runs them. Every
@@ -28,6 +31,7 @@
 #include <algorithm>
 #include <cstring>
 #include <exception>
+#include <functional>
 #include <iostream>
 #include <sstream>
 #include <string>
@@ -43,6 +47,7 @@ namespace {
 using minidl::bench::Cost;
 using minidl::bench::Pass;
 namespace gpu = minidl::gpu;
+using minidl::Shape;
 
 const minidl::bench::Backend kGpu{&gpu::conv2d_forward<float>,       &gpu::conv2d_backward_input<float>,
                                   &gpu::conv2d_backward_weight<float>, &gpu::matmul,
@@ -245,6 +250,103 @@ bool parse_launch(int& argc, char** argv) {
   return ok;
 }
 
+/// A memory-bound tensor op of a model's hot path, through the public API, on a large tensor: its bytes are every
+/// operand read once and the result written once. The cases' names (tensor_ops/<op>/<shape>) are what
+/// bench/compare_tensor_ops.py builds PyTorch's same call from; tensor_ops/copy is the bandwidth they are
+/// measured against.
+struct TensorOpCase {
+  const char* op;
+  Shape shape;
+};
+
+void BM_tensor_op(benchmark::State& state, const TensorOpCase& c) {
+  guarded(state, [&] {
+    using minidl::Tensor;
+    minidl::manual_seed(0);
+    const Shape& s = c.shape;
+    const double n = static_cast<double>(minidl::shape_numel(s));
+    const auto randn = [&] { return minidl::randn(s, kDevice); };
+    const auto indices = [&](const Shape& shape, std::int64_t high) {
+      return minidl::randint(0, high, shape, minidl::TensorOptions(minidl::kInt64).device(kDevice));
+    };
+    const std::string op = c.op;
+    std::function<void()> call;
+    double bytes = 0;
+    Tensor a = randn(), b, out, idx;
+    if (op == "copy") {
+      out = minidl::empty_like(a);
+      call = [&] { out.copy_(a); };
+      bytes = 8 * n;
+    } else if (op == "cat_dim0" || op == "cat_dim1") {
+      b = randn();
+      const std::int64_t dim = op == "cat_dim0" ? 0 : 1;
+      call = [&, dim] { out = minidl::cat({a, b}, dim); };
+      bytes = 16 * n;
+    } else if (op == "index_rows") {
+      idx = indices({s[0]}, s[0]);
+      call = [&] { out = a.index({idx}); };
+      bytes = 8 * n + 8.0 * static_cast<double>(s[0]);
+    } else if (op == "gather_last") {
+      idx = indices(s, s.back());
+      call = [&] { out = minidl::gather(a, -1, idx); };
+      bytes = 16 * n;
+    } else if (op == "scatter_add_last") {
+      b = randn();
+      idx = indices(s, s.back());
+      call = [&] { a.scatter_add_(-1, idx, b); };
+      bytes = 20 * n;
+    } else if (op == "where") {
+      const Tensor cond = randn() > 0;
+      b = randn();
+      call = [&, cond] { out = minidl::where(cond, a, b); };
+      bytes = 13 * n;
+    } else if (op == "masked_fill") {
+      const Tensor mask = randn() > 0;
+      call = [&, mask] { out = a.masked_fill(mask, 0.0); };
+      bytes = 9 * n;
+    } else if (op == "sum_last") {
+      call = [&] { out = a.sum(-1); };
+      bytes = 4 * n;
+    } else if (op == "sum_middle") {
+      call = [&] { out = a.sum(1); };
+      bytes = 4 * n;
+    } else if (op == "cumsum_last") {
+      call = [&] { out = minidl::cumsum(a, -1); };
+      bytes = 8 * n;
+    } else if (op.rfind("topk", 0) == 0) {
+      const std::int64_t k = std::stoll(op.substr(4));
+      call = [&, k] { out = std::get<0>(minidl::topk(a, k, -1)); };
+      bytes = 4 * n;
+    }
+    minidl::NoGradGuard no_grad;
+    time_on_device(state, Cost{0, bytes}, kFp32, call);
+  });
+}
+
+const std::vector<TensorOpCase>& tensor_op_cases() {
+  static const std::vector<TensorOpCase> cases = {
+      {"copy", {1 << 26}},
+      {"cat_dim0", {4096, 8192}},
+      {"cat_dim1", {4096, 8192}},
+      {"index_rows", {262144, 256}},
+      {"gather_last", {8192, 4096}},
+      {"scatter_add_last", {8192, 4096}},
+      {"where", {1 << 26}},
+      {"masked_fill", {1 << 26}},
+      {"sum_last", {8192, 8192}},
+      {"sum_middle", {64, 4096, 256}},
+      {"cumsum_last", {8192, 8192}},
+      {"topk50", {512, 50304}},
+  };
+  return cases;
+}
+
+std::string shape_name(const Shape& s) {
+  std::string out;
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? "x" : "") + std::to_string(s[i]);
+  return out;
+}
+
 }  // namespace
 
 /// main's body; main runs it under minidl::run_main.
@@ -286,6 +388,13 @@ int run_program(int argc, char** argv) {
   benchmark::RegisterBenchmark("relu1/backward", BM_relu, conv1, Pass::BackwardInput)->Apply(memory_args);
   benchmark::RegisterBenchmark("relu2/forward", BM_relu, conv2, Pass::Forward)->Apply(memory_args);
   benchmark::RegisterBenchmark("relu2/backward", BM_relu, conv2, Pass::BackwardInput)->Apply(memory_args);
+  for (const TensorOpCase& c : tensor_op_cases()) {
+    benchmark::RegisterBenchmark(("tensor_ops/" + std::string(c.op) + "/" + shape_name(c.shape)).c_str(),
+                                 BM_tensor_op, c)
+        ->UseManualTime()
+        ->Iterations(kSamples)
+        ->Unit(benchmark::kMicrosecond);
+  }
 
   const minidl::cuda::VersionInfo v = minidl::cuda::versions();
   benchmark::AddCustomContext("device", minidl::cuda::device_name(0));

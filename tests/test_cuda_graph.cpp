@@ -104,6 +104,52 @@ TEST(CudaGraph, ReplaysDrawFreshDropoutMasks) {
   EXPECT_GT(differ, 1500);           // independent masks differ in about half the places
 }
 
+// The tensor ops a model's step uses (joining, indexing, where, reductions, scans, sorting) capture: replayed on
+// fresh inputs copied into the captured ones, each gives what the eager op gives on those inputs.
+TEST(CudaGraph, TensorOpsOfAModelStepCaptureAndReplay) {
+  MINIDL_REQUIRE_GPU();
+  using namespace minidl::indexing;
+  const Device gpu("cuda");
+  const Tensor x = randn({37, 300}, gpu), y = randn({37, 300}, gpu);
+  const Tensor rows = randint(0, 37, {50}, TensorOptions(kInt64).device(gpu));
+  const Tensor cols = randint(0, 300, {37, 300}, TensorOptions(kInt64).device(gpu));
+  const auto ops = [&] {
+    return std::vector<Tensor>{cat({x, y}, 1),
+                               x.index({rows}),
+                               x.index({Slice(1, None, 3), Slice(None, None, 2)}),
+                               gather(x, 1, cols),
+                               zeros_like(x).scatter_add_(1, cols, y),
+                               where(x > 0, x, y),
+                               x.masked_fill(y < 0, 2.5),
+                               x.sum(1),
+                               x.sum(0),
+                               x.cumsum(1),
+                               std::get<0>(x.topk(7)),
+                               std::get<1>(x.topk(7)),
+                               std::get<0>(x.sort(1, true)),
+                               x.argsort(0)};
+  };
+  ops();  // warm-up outside the capture
+  std::vector<Tensor> captured;
+  cuda::CUDAGraph g;
+  g.capture_begin();
+  captured = ops();
+  g.capture_end();
+  for (int replay = 0; replay < 3; ++replay) {
+    {
+      NoGradGuard no_grad;
+      x.copy_(randn({37, 300}, gpu));
+      y.copy_(randn({37, 300}, gpu));
+    }
+    g.replay();
+    const std::vector<Tensor> eager = ops();
+    ASSERT_EQ(eager.size(), captured.size());
+    for (std::size_t i = 0; i < eager.size(); ++i) {
+      EXPECT_TRUE(equal(captured[i].cpu(), eager[i].cpu())) << "op " << i << " replay " << replay;
+    }
+  }
+}
+
 TEST(CudaGraph, SteadyStateReplaysAllocateNothing) {
   MINIDL_REQUIRE_GPU();
   MINIDL_REQUIRE_CACHING_ALLOCATOR();

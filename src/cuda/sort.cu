@@ -2,7 +2,8 @@
 // order the unsigned keys of kernels/sort_keys.h, so they agree with the CPU's permutations.
 //
 // sort: CUB's radix sorts of (key, position) pairs, which are stable: DeviceRadixSort for one row,
-// DeviceSegmentedSort for many (it sorts short rows within a warp or a block); the values are then gathered from
+// DeviceSegmentedRadixSort for many (DeviceSegmentedSort would be faster on short rows, but it copies its
+// partition sizes to the host and waits, which a CUDA graph capture forbids); the values are then gathered from
 // the input by position, so a NaN keeps its bits.
 //
 // topk (k up to kSelectMaxK): a selection that reads the input once. Blocks of kSelectThreads threads take tiles of
@@ -17,7 +18,7 @@
 #include <cub/block/block_reduce.cuh>
 #include <cub/block/block_scan.cuh>
 #include <cub/device/device_radix_sort.cuh>
-#include <cub/device/device_segmented_sort.cuh>
+#include <cub/device/device_segmented_radix_sort.cuh>
 #include <type_traits>
 
 #include "cuda/launch.cuh"
@@ -79,11 +80,12 @@ void sort_pairs(const U* keys_in, U* keys_out, const int* pos_in, int* pos_out, 
                                              static_cast<int>(sizeof(U) * 8), stream());
     }
     if (descending) {
-      return cub::DeviceSegmentedSort::StableSortPairsDescending(temp, bytes, keys_in, keys_out, pos_in, pos_out, total,
-                                                                 rows, starts, starts + 1, stream());
+      return cub::DeviceSegmentedRadixSort::SortPairsDescending(temp, bytes, keys_in, keys_out, pos_in, pos_out, total,
+                                                                rows, starts, starts + 1, 0,
+                                                                static_cast<int>(sizeof(U) * 8), stream());
     }
-    return cub::DeviceSegmentedSort::StableSortPairs(temp, bytes, keys_in, keys_out, pos_in, pos_out, total, rows,
-                                                     starts, starts + 1, stream());
+    return cub::DeviceSegmentedRadixSort::SortPairs(temp, bytes, keys_in, keys_out, pos_in, pos_out, total, rows,
+                                                    starts, starts + 1, 0, static_cast<int>(sizeof(U) * 8), stream());
   };
   MINIDL_CUDA_CHECK(run(nullptr));
   Workspace temp(bytes, "sort temporary storage");

@@ -1,6 +1,8 @@
 // The code examples of docs/API.md, compiled and run. Each block of API.md appears here verbatim (up to
 // indentation), followed by checks of what it computed; the test DocsMatch verifies that every ```cpp block
 // of API.md is in this file, so the documentation cannot drift from code that compiles.
+#include <algorithm>
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -115,6 +117,232 @@ TEST(ApiExamples, Errors) {
   }
 
   EXPECT_NE(message.find("matmul"), std::string::npos) << message;
+}
+
+// ---- docs/API.md: From LibTorch ------------------------------------------------------------------------------
+
+TEST(ApiExamples, FromLibtorchIndexing) {
+  using namespace minidl::indexing;
+  Tensor x = arange(24, kFloat32).reshape({2, 3, 4});
+  Tensor first_rows = x.index({Slice(), 0});                 // x[:, 0]: (2, 4), a view of x
+  Tensor even = x.index({Ellipsis, Slice(None, None, 2)});   // x[..., ::2]: (2, 3, 2), a view
+  Tensor middle = x.index({0, None, Slice(1, 3)});           // x[0, None, 1:3]: (1, 2, 4), a view
+  Tensor picked = x.index({1, tensor({2, 0}, kLong)});       // x[1, [2, 0]]: rows 2 and 0 of x[1], a copy
+  Tensor fives = x.index({x.remainder(5) == 0});             // x[x % 5 == 0]: {0, 5, 10, 15, 20}
+  x.index_put_({Slice(), Slice(), -1}, 0);                   // x[:, :, -1] = 0, seen by the views
+  x.index_put_({x > 20}, -1);                                // x[x > 20] = -1
+
+  std::vector<float> want(24);
+  for (int i = 0; i < 24; ++i) want[i] = i % 4 == 3 ? 0.f : (i > 20 ? -1.f : static_cast<float>(i));
+  EXPECT_EQ(x.to_vector<float>(), want);
+  EXPECT_EQ(first_rows.sizes(), (Shape{2, 4}));
+  EXPECT_EQ(first_rows.to_vector<float>(), (std::vector<float>{0, 1, 2, 0, 12, 13, 14, 0}));
+  EXPECT_EQ(even.sizes(), (Shape{2, 3, 2}));
+  EXPECT_EQ(even.to_vector<float>(), (std::vector<float>{0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, -1}));
+  EXPECT_EQ(middle.sizes(), (Shape{1, 2, 4}));
+  EXPECT_EQ(middle.to_vector<float>(), (std::vector<float>{4, 5, 6, 0, 8, 9, 10, 0}));
+  EXPECT_EQ(picked.sizes(), (Shape{2, 4}));
+  EXPECT_EQ(picked.to_vector<float>(), (std::vector<float>{20, 21, 22, 23, 12, 13, 14, 15}));  // a copy: unchanged
+  EXPECT_EQ(fives.to_vector<float>(), (std::vector<float>{0, 5, 10, 15, 20}));
+}
+
+TEST(ApiExamples, FromLibtorchGatherScatter) {
+  Tensor probs = tensor({0.1, 0.7, 0.2, 0.5, 0.3, 0.2}).reshape({2, 3});
+  Tensor labels = tensor({1, 0}, kLong);
+  Tensor picked = probs.gather(1, labels.unsqueeze(1));                    // (2, 1): {0.7, 0.5}
+  Tensor one_hot = zeros({2, 3}).scatter(1, labels.unsqueeze(1), 1.0);    // {{0, 1, 0}, {1, 0, 0}}
+  Tensor counts = zeros({3}, kLong);
+  counts.scatter_add_(0, tensor({2, 0, 2}, kLong), ones({3}, kLong));     // {1, 0, 2}
+  Tensor sums = zeros({2, 2});
+  sums.index_add_(0, tensor({0, 1, 0}, kLong), arange(1, 7, kFloat32).reshape({3, 2}));  // {{6, 8}, {3, 4}}
+  Tensor large = masked_select(probs, probs > 0.25);                       // {0.7, 0.5, 0.3}
+  Tensor where_large = nonzero(probs > 0.25);                              // {{0, 1}, {1, 0}, {1, 1}}
+  Tensor best = take_along_dim(probs, probs.argmax(1, /*keepdim=*/true), 1);  // (2, 1): {0.7, 0.5}
+
+  EXPECT_EQ(labels.dtype(), kInt64);
+  EXPECT_EQ(picked.sizes(), (Shape{2, 1}));
+  EXPECT_EQ(picked.to_vector<float>(), (std::vector<float>{0.7f, 0.5f}));
+  EXPECT_EQ(one_hot.to_vector<float>(), (std::vector<float>{0, 1, 0, 1, 0, 0}));
+  EXPECT_EQ(counts.to_vector<std::int64_t>(), (std::vector<std::int64_t>{1, 0, 2}));
+  EXPECT_EQ(sums.to_vector<float>(), (std::vector<float>{6, 8, 3, 4}));
+  EXPECT_EQ(large.to_vector<float>(), (std::vector<float>{0.7f, 0.5f, 0.3f}));
+  EXPECT_EQ(where_large.sizes(), (Shape{3, 2}));
+  EXPECT_EQ(where_large.to_vector<std::int64_t>(), (std::vector<std::int64_t>{0, 1, 1, 0, 1, 1}));
+  EXPECT_EQ(best.sizes(), (Shape{2, 1}));
+  EXPECT_EQ(best.to_vector<float>(), (std::vector<float>{0.7f, 0.5f}));
+}
+
+TEST(ApiExamples, FromLibtorchJoining) {
+  Tensor a = ones({2, 3}), b = zeros({2, 3});
+  Tensor wide = cat({a, b}, 1);                              // (2, 6)
+  Tensor pair = stack({a, b});                               // (2, 2, 3)
+  std::vector<Tensor> halves = wide.chunk(2, 1);             // two (2, 3) views: a's and b's values
+  std::vector<Tensor> pieces = split(wide, {1, 5}, 1);       // (2, 1) and (2, 5)
+  Tensor seq = arange(6).reshape({2, 3});                    // int64 {{0, 1, 2}, {3, 4, 5}}
+  Tensor reversed = seq.flip({1});                           // {{2, 1, 0}, {5, 4, 3}}
+  Tensor shifted = roll(seq, 1, 1);                          // {{2, 0, 1}, {5, 3, 4}}
+  Tensor tiled = seq.repeat({1, 2});                         // (2, 6)
+  Tensor doubled = seq.repeat_interleave(2, 0);              // (4, 3): rows 0, 0, 1, 1
+  Tensor floored = where(seq > 2, seq, 2);                   // {{2, 2, 2}, {3, 4, 5}}
+  Tensor scores = randn({4, 4});
+  Tensor future = ones({4, 4}, kBool).triu(1);               // causal attention: no looking ahead
+  Tensor attention = softmax(scores.masked_fill(future, -INFINITY), -1);  // row 0 is {1, 0, 0, 0}
+
+  using i64v = std::vector<std::int64_t>;
+  EXPECT_EQ(wide.sizes(), (Shape{2, 6}));
+  EXPECT_EQ(wide.to_vector<float>(), (std::vector<float>{1, 1, 1, 0, 0, 0, 1, 1, 1, 0, 0, 0}));
+  EXPECT_EQ(pair.sizes(), (Shape{2, 2, 3}));
+  EXPECT_TRUE(equal(pair.select(0, 0), a));
+  EXPECT_TRUE(equal(pair.select(0, 1), b));
+  ASSERT_EQ(halves.size(), 2u);
+  EXPECT_TRUE(equal(halves[0], a));
+  EXPECT_TRUE(equal(halves[1], b));
+  EXPECT_EQ(halves[1].data_ptr<float>(), wide.data_ptr<float>() + 3);  // a view: no copy
+  ASSERT_EQ(pieces.size(), 2u);
+  EXPECT_EQ(pieces[0].sizes(), (Shape{2, 1}));
+  EXPECT_EQ(pieces[1].sizes(), (Shape{2, 5}));
+  EXPECT_EQ(seq.dtype(), kInt64);
+  EXPECT_EQ(reversed.to_vector<std::int64_t>(), (i64v{2, 1, 0, 5, 4, 3}));
+  EXPECT_EQ(shifted.to_vector<std::int64_t>(), (i64v{2, 0, 1, 5, 3, 4}));
+  EXPECT_EQ(tiled.sizes(), (Shape{2, 6}));
+  EXPECT_EQ(tiled.to_vector<std::int64_t>(), (i64v{0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5}));
+  EXPECT_EQ(doubled.sizes(), (Shape{4, 3}));
+  EXPECT_EQ(doubled.to_vector<std::int64_t>(), (i64v{0, 1, 2, 0, 1, 2, 3, 4, 5, 3, 4, 5}));
+  EXPECT_EQ(floored.to_vector<std::int64_t>(), (i64v{2, 2, 2, 3, 4, 5}));
+  const std::vector<float> p = attention.to_vector<float>();
+  for (int i = 0; i < 4; ++i) {
+    float row = 0;
+    for (int j = 0; j < 4; ++j) {
+      if (j > i) EXPECT_EQ(p[i * 4 + j], 0.f) << i << ", " << j;
+      row += p[i * 4 + j];
+    }
+    EXPECT_NEAR(row, 1.f, 1e-6f) << "row " << i;
+  }
+  EXPECT_EQ(p[0], 1.f);
+}
+
+TEST(ApiExamples, FromLibtorchReductions) {
+  Tensor logits = tensor({2.0, 0.5, 3.0, 1.0, 4.0, 1.5, 0.0, 2.5}).reshape({2, 4});
+  auto [top_values, top_indices] = logits.topk(2);           // along the last dim: {{3, 2}, {4, 2.5}}, {{2, 0}, {0, 3}}
+  auto [best, best_index] = logits.max(1);                   // {3, 4} at {2, 0}
+  Tensor predicted = logits.argmax(-1);                      // {2, 0}
+  auto [sorted, order] = logits.sort(/*dim=*/1, /*descending=*/true);
+  Tensor log_z = logits.logsumexp(1, /*keepdim=*/true);      // (2, 1)
+  bool normalised = allclose((logits - log_z).exp().sum(1), ones({2}), 1e-5, 1e-6);  // true
+  Tensor column_means = logits.mean(0);                      // {3, 1, 1.5, 1.75}
+  Tensor variances = logits.var(1, /*unbiased=*/false);      // {0.921875, 2.125}
+  Tensor running = logits.cumsum(1);                         // {{2, 2.5, 5.5, 6.5}, {4, 5.5, 5.5, 8}}
+  float total = logits.sum().item<float>();                  // 14.5
+  bool any_negative = (logits < 0).any().item<bool>();       // false
+  Tensor clipped = logits.clamp(0.5, 3.0).floor();           // {{2, 0, 3, 1}, {3, 1, 0, 2}}
+  Tensor length = tensor({3.0, 4.0}).norm();                 // 5
+
+  using i64v = std::vector<std::int64_t>;
+  EXPECT_EQ(top_values.to_vector<float>(), (std::vector<float>{3, 2, 4, 2.5}));
+  EXPECT_EQ(top_indices.to_vector<std::int64_t>(), (i64v{2, 0, 0, 3}));
+  EXPECT_EQ(best.to_vector<float>(), (std::vector<float>{3, 4}));
+  EXPECT_EQ(best_index.to_vector<std::int64_t>(), (i64v{2, 0}));
+  EXPECT_EQ(predicted.to_vector<std::int64_t>(), (i64v{2, 0}));
+  EXPECT_EQ(sorted.to_vector<float>(), (std::vector<float>{3, 2, 1, 0.5, 4, 2.5, 1.5, 0}));
+  EXPECT_EQ(order.to_vector<std::int64_t>(), (i64v{2, 0, 3, 1, 0, 3, 1, 2}));
+  EXPECT_EQ(log_z.sizes(), (Shape{2, 1}));
+  const double z0 = std::log(std::exp(2.0) + std::exp(0.5) + std::exp(3.0) + std::exp(1.0));
+  const double z1 = std::log(std::exp(4.0) + std::exp(1.5) + std::exp(0.0) + std::exp(2.5));
+  expect_close(log_z, from_vector<double>({z0, z1}, {2, 1}).to(kFloat32), 1e-6, 1e-6, "logsumexp");
+  EXPECT_TRUE(normalised);
+  EXPECT_EQ(column_means.to_vector<float>(), (std::vector<float>{3, 1, 1.5, 1.75}));
+  expect_close(variances, tensor({0.921875, 2.125}), 1e-6, 0, "var");
+  EXPECT_EQ(running.to_vector<float>(), (std::vector<float>{2, 2.5, 5.5, 6.5, 4, 5.5, 5.5, 8}));
+  EXPECT_EQ(total, 14.5f);
+  EXPECT_FALSE(any_negative);
+  EXPECT_EQ(clipped.to_vector<float>(), (std::vector<float>{2, 0, 3, 1, 3, 1, 0, 2}));
+  EXPECT_EQ(length.item<float>(), 5.f);
+}
+
+TEST(ApiExamples, FromLibtorchLinalg) {
+  Tensor q = randn({2, 4, 5, 8}), k = randn({2, 4, 5, 8});   // (batch, heads, tokens, head dim)
+  Tensor scores = einsum("bhqd,bhkd->bhqk", {q, k}) / std::sqrt(8.0);  // = matmul(q, k.transpose(-2, -1)) / sqrt(8)
+  Tensor w = randn({8, 3}), bias = randn({3});
+  Tensor y = addmm(bias, q.reshape({-1, 8}), w);             // bias + x·w: (40, 3)
+  Tensor per_head = bmm(q.reshape({8, 5, 8}), k.reshape({8, 5, 8}).transpose(1, 2));  // (8, 5, 5)
+  Tensor u = tensor({1.0, 2.0}), v = tensor({3.0, 4.0, 5.0});
+  Tensor table = outer(u, v);                                // {{3, 4, 5}, {6, 8, 10}}
+  Tensor squared_length = dot(u, u);                         // 5
+  Tensor trace = einsum("ii", {eye(3)});                     // 3
+
+  EXPECT_EQ(scores.sizes(), (Shape{2, 4, 5, 5}));
+  expect_close(scores, matmul(q, k.transpose(-2, -1)) / std::sqrt(8.0), 1e-5, 1e-5, "einsum");
+  EXPECT_EQ(y.sizes(), (Shape{40, 3}));
+  expect_close(y, matmul(q.reshape({-1, 8}), w) + bias, 1e-5, 1e-5, "addmm");
+  expect_close(per_head, (scores * std::sqrt(8.0)).reshape({8, 5, 5}), 1e-5, 1e-5, "bmm");
+  EXPECT_EQ(table.to_vector<float>(), (std::vector<float>{3, 4, 5, 6, 8, 10}));
+  EXPECT_EQ(squared_length.dim(), 0);
+  EXPECT_EQ(squared_length.item<float>(), 5.f);
+  EXPECT_EQ(trace.item<float>(), 3.f);
+}
+
+TEST(ApiExamples, FromLibtorchCreationAndAccess) {
+  manual_seed(42);
+  Tensor sevens = full({2, 3}, 7, dtype(kInt32));
+  Tensor like = zeros_like(sevens, kFloat64);                // (2, 3) float64 zeros
+  Tensor noise = randn_like(like);                           // float64, like's shape and device
+  Tensor steps = linspace(0, 1, 5);                          // {0, 0.25, 0.5, 0.75, 1}
+  Tensor decades = logspace(0, 3, 4);                        // {1, 10, 100, 1000}
+  Tensor identity = eye(3, dtype(kInt64));
+  Tensor dice = randint(1, 7, {10});                         // int64 in [1, 7)
+  Tensor shuffled = randperm(5);                             // a permutation of 0, ..., 4
+  Tensor draws = multinomial(tensor({0.1, 0.0, 0.9}), 2);    // without replacement: 0 and 2, in some order
+  Tensor coins = bernoulli(full({1000}, 0.5));               // 0 or 1 (float32)
+  Tensor weight = empty({3, 4});
+  weight.uniform_(-0.1, 0.1);
+  weight.normal_(0, 0.02);
+  float host[] = {1, 2, 3, 4, 5, 6};
+  Tensor wrapped = from_blob(host, {2, 3});                  // host's memory, not copied
+  auto acc = wrapped.accessor<float, 2>();
+  acc[1][2] = 60;                                            // writes host[5]
+  float corner = wrapped.index({1, 2}).item<float>();        // 60
+  std::vector<float> flat = wrapped.to_vector<float>();      // {1, 2, 3, 4, 5, 60}
+  std::cout << wrapped << "\n" << wrapped.sizes() << "\n";   // [[ 1.,  2.,  3.],
+                                                             //  [ 4.,  5., 60.]]
+                                                             // [ CPUFloatType{2,3} ]
+                                                             // [2, 3]
+
+  using i64v = std::vector<std::int64_t>;
+  EXPECT_EQ(sevens.dtype(), kInt32);
+  EXPECT_EQ(sevens.to_vector<std::int32_t>(), (std::vector<std::int32_t>(6, 7)));
+  EXPECT_EQ(like.dtype(), kFloat64);
+  EXPECT_EQ(like.sizes(), (Shape{2, 3}));
+  EXPECT_EQ(like.to_vector<double>(), std::vector<double>(6, 0.0));
+  EXPECT_EQ(noise.dtype(), kFloat64);
+  EXPECT_EQ(noise.sizes(), (Shape{2, 3}));
+  EXPECT_GT(noise.abs().sum().item<double>(), 0.0);
+  EXPECT_EQ(steps.dtype(), kFloat32);
+  EXPECT_EQ(steps.to_vector<float>(), (std::vector<float>{0, 0.25, 0.5, 0.75, 1}));
+  expect_close(decades, tensor({1, 10, 100, 1000}), 1e-6, 0, "logspace");
+  EXPECT_EQ(identity.to_vector<std::int64_t>(), (i64v{1, 0, 0, 0, 1, 0, 0, 0, 1}));
+  EXPECT_EQ(dice.dtype(), kInt64);
+  for (std::int64_t d : dice.to_vector<std::int64_t>()) EXPECT_TRUE(d >= 1 && d <= 6) << d;
+  std::vector<std::int64_t> perm = shuffled.to_vector<std::int64_t>();
+  std::sort(perm.begin(), perm.end());
+  EXPECT_EQ(perm, (i64v{0, 1, 2, 3, 4}));
+  std::vector<std::int64_t> drawn = draws.to_vector<std::int64_t>();
+  std::sort(drawn.begin(), drawn.end());
+  EXPECT_EQ(drawn, (i64v{0, 2}));
+  EXPECT_EQ(coins.dtype(), kFloat32);
+  EXPECT_TRUE(equal(coins, coins.clamp(0, 1).round()));     // only zeros and ones
+  const float heads = coins.sum().item<float>();
+  EXPECT_TRUE(heads > 400 && heads < 600) << heads;
+  EXPECT_LT(weight.abs().max().item<float>(), 0.2f);         // ten standard deviations
+  EXPECT_GT(weight.std().item<float>(), 0.005f);
+  EXPECT_EQ(host[5], 60.f);
+  EXPECT_EQ(corner, 60.f);
+  EXPECT_EQ(flat, (std::vector<float>{1, 2, 3, 4, 5, 60}));
+  std::ostringstream printed;
+  printed << wrapped << "\n" << wrapped.sizes();
+  EXPECT_EQ(printed.str(), "[[ 1.,  2.,  3.],\n [ 4.,  5., 60.]]\n[ CPUFloatType{2,3} ]\n[2, 3]");
+  // Seeded: the same calls after manual_seed(42) draw the same numbers.
+  manual_seed(42);
+  EXPECT_TRUE(equal(randn_like(like), noise));
 }
 
 TEST(ApiExamples, Autograd) {

@@ -17,25 +17,6 @@ namespace F = minidl::nn::functional;
 
 namespace {
 
-template <class Ex>
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& needles, const char* code) {
-  try {
-    f();
-    ADD_FAILURE() << code << ": expected " << typeid(Ex).name() << ", nothing thrown";
-  } catch (const Ex& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(typeid(e), typeid(Ex)) << code << ": thrown " << typeid(e).name() << ": " << msg;
-    for (const auto& n : needles) {
-      EXPECT_NE(msg.find(n), std::string::npos) << code << ": message lacks \"" << n << "\": " << msg;
-    }
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << code << ": expected " << typeid(Ex).name() << ", got " << typeid(e).name() << ": " << e.what();
-  }
-}
-
-#define EXPECT_ERROR(ExType, statement, ...) \
-  expect_error<ExType>([&] { (void)(statement); }, {__VA_ARGS__}, #statement)
-
 Tensor rf(const Shape& s) { return random_tensor(s, kFloat32); }
 Tensor ri(const Shape& s, std::int64_t hi = 10) {
   return uniform(s, 0.0, static_cast<double>(hi), kFloat64).to(kInt64);

@@ -35,23 +35,6 @@ namespace {
 const DType kAllDtypes[] = {kFloat32, kFloat64, kBFloat16, kFloat16, kInt64, kInt32, kUInt8, kBool};
 const DType kFloatDtypes[] = {kFloat32, kFloat64, kBFloat16, kFloat16};
 
-template <class Ex>
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& needles, const char* code) {
-  try {
-    f();
-    ADD_FAILURE() << code << ": expected " << typeid(Ex).name() << ", nothing thrown";
-  } catch (const Ex& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(typeid(e), typeid(Ex)) << code << ": thrown " << typeid(e).name() << ": " << msg;
-    for (const auto& n : needles) {
-      EXPECT_NE(msg.find(n), std::string::npos) << code << ": message lacks \"" << n << "\": " << msg;
-    }
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << code << ": expected " << typeid(Ex).name() << ", got " << typeid(e).name() << ": " << e.what();
-  }
-}
-#define EXPECT_ERROR(ExType, statement, ...) expect_error<ExType>([&] { (void)(statement); }, {__VA_ARGS__}, #statement)
-
 std::vector<double> values(const Tensor& t) { return t.detach().cpu().to(kFloat64).contiguous().to_vector<double>(); }
 
 /// Pearson's chi-square of observed counts against expected probabilities (which sum to 1).

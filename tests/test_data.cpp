@@ -35,6 +35,7 @@ namespace fs = std::filesystem;
 using namespace minidl;
 using namespace minidl::data;
 using minidl::idx_corpus::Bytes;
+using minidl::testing::expect_error;
 using minidl::testing::random_tensor;
 
 namespace {
@@ -209,18 +210,6 @@ class SyntheticMnist : public ::testing::Test {
   fs::path dir_;
   Bytes train_pixels_, train_labels_, test_pixels_, test_labels_;
 };
-
-template <class Ex, class F>
-void expect_error(F&& f, const std::vector<std::string>& needles, const std::string& context) {
-  try {
-    f();
-    ADD_FAILURE() << context << ": expected an exception, none thrown";
-  } catch (const Ex& e) {
-    const std::string msg = e.what();
-    for (const auto& needle : needles)
-      EXPECT_NE(msg.find(needle), std::string::npos) << context << ": message \"" << msg << "\" lacks \"" << needle << "\"";
-  }
-}
 
 }  // namespace
 

@@ -16,6 +16,7 @@
 
 #include "idx_corpus.h"
 #include "minidl/errors.h"
+#include "test_util.h"
 
 namespace fs = std::filesystem;
 using minidl::FormatError;
@@ -23,24 +24,9 @@ using minidl::IOError;
 using minidl::ValueError;
 using namespace minidl::data;
 using namespace minidl::idx_corpus;
+using minidl::testing::expect_error;
 
 namespace {
-
-// Expects f() to throw exactly Ex (a FormatError is not accepted where a plain IOError is expected) with a
-// message containing every needle.
-template <class Ex, class F>
-void expect_error(F&& f, const std::vector<std::string>& needles, const std::string& context) {
-  try {
-    f();
-    ADD_FAILURE() << context << ": expected an exception, none thrown";
-  } catch (const Ex& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(typeid(e), typeid(Ex)) << context << ": wrong exception type, message: " << msg;
-    for (const auto& needle : needles)
-      EXPECT_NE(msg.find(needle), std::string::npos) << context << ": message \"" << msg << "\" lacks \"" << needle
-                                                      << "\"";
-  }
-}
 
 class IdxFiles : public ::testing::Test {
  protected:

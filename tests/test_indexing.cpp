@@ -20,26 +20,12 @@ using namespace minidl;
 using namespace minidl::indexing;
 using json = nlohmann::json;
 using minidl::testing::expect_close;
+using minidl::testing::expect_error;
 using minidl::testing::random_tensor;
 
 namespace {
 
 const DType kAllDTypes[] = {kFloat32, kFloat64, kBFloat16, kHalf, kInt64, kInt32, kUInt8, kBool};
-
-template <class Ex, class F>
-void expect_error(F&& f, const std::vector<std::string>& needles, const std::string& context) {
-  try {
-    f();
-    ADD_FAILURE() << context << ": expected an exception, none thrown";
-  } catch (const Ex& e) {
-    const std::string msg = e.what();
-    for (const auto& needle : needles)
-      EXPECT_NE(msg.find(needle), std::string::npos)
-          << context << ": message \"" << msg << "\" lacks \"" << needle << "\"";
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << context << ": wrong exception type: " << e.what();
-  }
-}
 
 /// Fresh values of `dtype` that every dtype holds exactly and whose sums stay exact in it: small integers for the
 /// integral types (uint8: below 16, so that a few of them add without wrapping), random bits for bool, quarters

@@ -19,6 +19,7 @@
 using namespace minidl;
 using json = nlohmann::json;
 using minidl::testing::expect_close;
+using minidl::testing::expect_error;
 using minidl::testing::storage_view;
 
 namespace {
@@ -236,22 +237,6 @@ void check(const std::string& what, const Fn& fn, const std::vector<Tensor>& inp
     EXPECT_TRUE(gradcheck(fn, inputs)) << what;
   } catch (const std::exception& e) {
     ADD_FAILURE() << what << ": " << e.what();
-  }
-}
-
-/// Expects `fn` to throw E with a message that contains every one of `parts`.
-template <class E>
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts, const std::string& what) {
-  try {
-    fn();
-    ADD_FAILURE() << what << ": no exception";
-  } catch (const E& e) {
-    for (const std::string& p : parts) {
-      EXPECT_NE(std::string(e.what()).find(p), std::string::npos)
-          << what << ": '" << e.what() << "' lacks '" << p << "'";
-    }
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << what << ": wrong exception type: " << e.what();
   }
 }
 

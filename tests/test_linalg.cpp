@@ -196,24 +196,6 @@ void for_each_case(DType dt, const std::function<void(const std::string&, const 
   }
 }
 
-/// Expects `f` to throw exactly Ex with every needle in its message.
-template <class Ex>
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& needles, const char* code) {
-  try {
-    f();
-    ADD_FAILURE() << code << ": expected " << typeid(Ex).name() << ", nothing thrown";
-  } catch (const Ex& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(typeid(e), typeid(Ex)) << code << ": thrown " << typeid(e).name() << ": " << msg;
-    for (const auto& n : needles) {
-      EXPECT_NE(msg.find(n), std::string::npos) << code << ": message lacks \"" << n << "\": " << msg;
-    }
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << code << ": expected " << typeid(Ex).name() << ", got " << typeid(e).name() << ": " << e.what();
-  }
-}
-#define EXPECT_ERROR(ExType, statement, ...) expect_error<ExType>([&] { (void)(statement); }, {__VA_ARGS__}, #statement)
-
 /// TF32 off in its scope, so float32 GPU products are full float32 sums.
 class NoTf32 {
  public:

@@ -27,23 +27,6 @@ namespace {
 
 // ---- helpers -------------------------------------------------------------------------------------------------
 
-template <class Ex>
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& needles, const char* code) {
-  try {
-    f();
-    ADD_FAILURE() << code << ": expected " << typeid(Ex).name() << ", nothing thrown";
-  } catch (const Ex& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(typeid(e), typeid(Ex)) << code << ": thrown " << typeid(e).name() << ": " << msg;
-    for (const auto& n : needles) {
-      EXPECT_NE(msg.find(n), std::string::npos) << code << ": message lacks \"" << n << "\": " << msg;
-    }
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << code << ": expected " << typeid(Ex).name() << ", got " << typeid(e).name() << ": " << e.what();
-  }
-}
-#define EXPECT_ERROR(ExType, statement, ...) expect_error<ExType>([&] { (void)(statement); }, {__VA_ARGS__}, #statement)
-
 /// PyTorch's OpInfo tolerances per dtype (rtol, atol); integral and bool results compare exactly.
 std::pair<double, double> tolerance(DType t) {
   switch (t) {

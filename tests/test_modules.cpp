@@ -2,7 +2,6 @@
 // LibTorch-like spelling of models, default initialisation statistics, batch-norm running statistics, dropout
 // statistics, numerically hard losses, and the errors layers raise for bad inputs. CPU only.
 #include <algorithm>
-#include <cctype>
 #include <cmath>
 #include <functional>
 #include <sstream>
@@ -14,6 +13,7 @@
 using namespace minidl;
 namespace F = minidl::nn::functional;
 using minidl::testing::expect_close;
+using minidl::testing::expect_error;
 using minidl::testing::random_tensor;
 
 namespace {
@@ -43,27 +43,6 @@ std::vector<std::string> names_of(const std::vector<std::pair<std::string, V>>& 
   std::vector<std::string> out;
   for (const auto& [n, t] : named) out.push_back(n);
   return out;
-}
-
-std::string lower(std::string s) {
-  for (char& c : s) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-  return s;
-}
-
-/// Expects `fn` to throw ExType whose message contains each of `parts` (case-insensitive).
-template <class ExType>
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts, const std::string& what) {
-  try {
-    fn();
-    ADD_FAILURE() << what << ": no exception";
-  } catch (const ExType& e) {
-    const std::string msg = lower(e.what());
-    for (const std::string& p : parts) {
-      EXPECT_NE(msg.find(lower(p)), std::string::npos) << what << ": message \"" << e.what() << "\" lacks \"" << p << "\"";
-    }
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << what << ": wrong exception type: " << e.what();
-  }
 }
 
 std::vector<double> values(const Tensor& t) { return t.detach().cpu().to(kFloat64).to_vector<double>(); }

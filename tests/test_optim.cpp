@@ -34,6 +34,7 @@ namespace {
 
 using optim::Optimizer;
 using testing::expect_close;
+using testing::expect_error;
 
 // ---- configurations and the reference implementation ------------------------------------------------------
 
@@ -495,20 +496,6 @@ TEST(Optimizer, LibTorchDefaults) {
   Tensor p = random_param({2});
   optim::Adam opt({p});
   EXPECT_EQ(opt.lr(), 1e-3);
-}
-
-/// Expects `fn` to throw E with a message containing every one of `parts`.
-template <class E>
-void expect_error(const std::function<void()>& fn, const std::vector<std::string>& parts) {
-  try {
-    fn();
-    ADD_FAILURE() << "expected an exception mentioning " << parts.front();
-  } catch (const E& e) {
-    for (const std::string& part : parts) {
-      EXPECT_NE(std::string(e.what()).find(part), std::string::npos) << "message '" << e.what() << "' lacks '" << part
-                                                                     << "'";
-    }
-  }
 }
 
 TEST(Optimizer, BadOptionsAreRejected) {

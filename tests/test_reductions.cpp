@@ -117,21 +117,6 @@ void check_grad_views(const std::string& what, const std::function<Tensor(const 
       what + " (expanded)", [f, s](const Tensor& a) { return f(a.expand(s)); }, row);
 }
 
-template <class Ex>
-void expect_error(const std::function<void()>& f, const std::vector<std::string>& needles, const char* code) {
-  try {
-    f();
-    ADD_FAILURE() << code << ": expected " << typeid(Ex).name() << ", nothing thrown";
-  } catch (const Ex& e) {
-    const std::string msg = e.what();
-    EXPECT_EQ(typeid(e), typeid(Ex)) << code << ": thrown " << typeid(e).name() << ": " << msg;
-    for (const auto& n : needles) EXPECT_NE(msg.find(n), std::string::npos) << code << ": no \"" << n << "\": " << msg;
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << code << ": expected " << typeid(Ex).name() << ", got " << typeid(e).name() << ": " << e.what();
-  }
-}
-#define EXPECT_ERROR(ExType, statement, ...) expect_error<ExType>([&] { (void)(statement); }, {__VA_ARGS__}, #statement)
-
 }  // namespace
 
 // ---- LibTorch's overloads ---------------------------------------------------------------------------------

@@ -12,6 +12,7 @@
 #include "test_util.h"
 
 using namespace minidl;
+using minidl::testing::expect_error;
 using minidl::testing::random_tensor;
 
 namespace {
@@ -23,23 +24,6 @@ std::string str(const T& v) {
   std::ostringstream os;
   os << v;
   return os.str();
-}
-
-/// Expects `f` to throw exactly Ex with every needle in its message.
-template <class Ex, class F>
-void expect_error(F f, const std::vector<std::string>& needles, const std::string& what) {
-  try {
-    f();
-    ADD_FAILURE() << what << ": nothing thrown";
-  } catch (const Ex& e) {
-    EXPECT_EQ(typeid(e), typeid(Ex)) << what << ": " << e.what();
-    for (const auto& n : needles) {
-      EXPECT_NE(std::string(e.what()).find(n), std::string::npos)
-          << what << ": message lacks \"" << n << "\": " << e.what();
-    }
-  } catch (const std::exception& e) {
-    ADD_FAILURE() << what << ": expected " << typeid(Ex).name() << ", got " << typeid(e).name() << ": " << e.what();
-  }
 }
 
 /// LibTorch's type line for a CPU tensor of dtype and shape.

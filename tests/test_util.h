@@ -1,11 +1,12 @@
 #pragma once
-// Shared helpers for the tests: random inputs, element-by-element comparison, GPU availability.
+// Shared helpers for the tests: random inputs, element-by-element comparison, typed errors, GPU availability.
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <typeinfo>
 #include <vector>
 
 #include "core/tensor_impl.h"
@@ -41,6 +42,26 @@ inline void expect_close(const Tensor& actual, const Tensor& expected, double rt
   }
 }
 
+/// Expects f() to throw exactly Ex (a subclass is not accepted: a FormatError where a plain IOError is expected
+/// fails) with a message that contains every one of `needles`; `context` names the case in failure messages.
+template <class Ex, class F>
+void expect_error(F&& f, const std::vector<std::string>& needles, const std::string& context = "") {
+  try {
+    f();
+    std::string wanted;
+    for (const auto& n : needles) wanted += " \"" + n + "\"";
+    ADD_FAILURE() << context << ": expected " << typeid(Ex).name() << " mentioning" << wanted << ", nothing thrown";
+  } catch (const Ex& e) {
+    const std::string msg = e.what();
+    EXPECT_EQ(typeid(e), typeid(Ex)) << context << ": thrown " << typeid(e).name() << ": " << msg;
+    for (const auto& n : needles) {
+      EXPECT_NE(msg.find(n), std::string::npos) << context << ": message lacks \"" << n << "\": " << msg;
+    }
+  } catch (const std::exception& e) {
+    ADD_FAILURE() << context << ": expected " << typeid(Ex).name() << ", got " << typeid(e).name() << ": " << e.what();
+  }
+}
+
 inline bool gpu_available() { return cuda::is_available(); }
 
 /// A view of `shape` into t's storage, starting `skip` elements past t's first element: a tensor that starts
@@ -71,3 +92,8 @@ inline Tensor storage_view(const Tensor& t, std::int64_t skip, const Shape& shap
       GTEST_SKIP() << "the caching allocator is off (MINIDL_CUDA_NO_CACHE=1): every allocation is a cudaMalloc"; \
     }                                                                                               \
   } while (0)
+
+/// EXPECT_ERROR(ValueError, cat({a, b}, 3), "cat", "dim"): the statement throws exactly ValueError whose message
+/// contains each string; a failure names the statement.
+#define EXPECT_ERROR(ExType, statement, ...) \
+  ::minidl::testing::expect_error<ExType>([&] { (void)(statement); }, {__VA_ARGS__}, #statement)

@@ -110,7 +110,7 @@ TEST(CudaGraph, TensorOpsOfAModelStepCaptureAndReplay) {
   MINIDL_REQUIRE_GPU();
   using namespace minidl::indexing;
   const Device gpu("cuda");
-  const Tensor x = randn({37, 300}, gpu), y = randn({37, 300}, gpu);
+  Tensor x = randn({37, 300}, gpu), y = randn({37, 300}, gpu);
   const Tensor rows = randint(0, 37, {50}, TensorOptions(kInt64).device(gpu));
   const Tensor cols = randint(0, 300, {37, 300}, TensorOptions(kInt64).device(gpu));
   const auto ops = [&] {

@@ -725,6 +725,57 @@ TEST(IndexingGpu, LargeRowsAndGradientsMatchTheCpu) {
   }
 }
 
+TEST(IndexingGpu, RowsStagedInSharedMemoryMatchTheCpu) {
+  MINIDL_REQUIRE_GPU();
+  // Gathers and accumulating scatters whose index walks the last dim (the shared-memory kernels): rows enough for
+  // a block each (scatters) and few rows (gathers split each into parts), an index longer than the row, a strided
+  // row, negative indices.
+  for (const Shape& s : {Shape{300, 64}, Shape{3, 40}}) {
+    const std::int64_t r = s[0], c = s[1];
+    const Tensor i = random_index({r, c}, c, 71), wide = random_index({r, 3000}, c, 72),
+                 neg = random_index({2 * c + 1}, c, 73, -c);
+    const std::string at = " " + shape_str(s);
+    const auto D = [](const Tensor& t, Device d) { return t.to(d); };
+    const auto strided = [](const Tensor& x) { return x.t().contiguous().t(); };
+    expect_gpu_matches_cpu("gather last" + at, s,
+                           [&](const Tensor& x, const Tensor&, Device d) { return gather(x, 1, D(i, d)); });
+    expect_gpu_matches_cpu("gather last, long index" + at, s,
+                           [&](const Tensor& x, const Tensor&, Device d) { return gather(x, 1, D(wide, d)); });
+    expect_gpu_matches_cpu("gather last, strided row" + at, s,
+                           [&](const Tensor& x, const Tensor&, Device d) { return gather(strided(x), 1, D(i, d)); });
+    expect_gpu_matches_cpu("index cols, negative" + at, s, [&](const Tensor& x, const Tensor&, Device d) {
+      return x.index({Slice(), D(neg, d)});
+    });
+    // Sums of exact values: the atomics' order cannot show.
+    expect_gpu_matches_cpu("scatter_add last" + at, s,
+                           [&](const Tensor& x, const Tensor& o, Device d) { return scatter_add(x, 1, D(i, d), o); });
+    expect_gpu_matches_cpu("scatter_add_ last, strided row" + at, s, [&](const Tensor& x, const Tensor& o, Device d) {
+      Tensor y = strided(x.to(d));
+      y.scatter_add_(1, D(i, d), o.to(d));
+      return y;
+    });
+    expect_gpu_matches_cpu("index_put accumulate cols, negative" + at, s,
+                           [&](const Tensor& x, const Tensor& o, Device d) {
+                             const Tensor v = o.to(d).index({Slice(), D(neg, d)});
+                             return x.to(d).index_put({Tensor(), D(neg, d)}, v, true);
+                           });
+  }
+  // An index out of range is a typed error on these paths too.
+  std::vector<std::int64_t> v(300 * 64, 5);
+  v[4321] = 64;
+  const Tensor bad = from_vector(v, {300, 64}).cuda();
+  const Tensor x = random_tensor({300, 64}, kFloat32).cuda();
+  expect_error<IndexError>([&] { (void)gather(x, 1, bad); }, {"gather", "= 64", "out of range"}, "gather last");
+  expect_error<IndexError>([&] { x.clone().scatter_add_(1, bad, x); }, {"scatter_add_", "= 64", "out of range"},
+                           "scatter_add_ last");
+  const Tensor below = from_vector(std::vector<std::int64_t>{3, -65}, {2}).cuda();
+  expect_error<IndexError>(
+      [&] {
+        (void)x.index({Slice(), below});
+      },
+      {"index", "= -65", "out of range"}, "index cols below -size");
+}
+
 TEST(IndexingGpu, EmptyZeroDimAndCpuIndices) {
   MINIDL_REQUIRE_GPU();
   const Tensor s = tensor({2.5}).reshape({}).cuda();

@@ -113,27 +113,13 @@ i64 order_for_scatter(IndexGeometry& g) {
   return inner;
 }
 
-template <class F>
-void dispatch_element_size(std::size_t bytes, F&& f) {
-  switch (bytes) {
-    case 1:
-      return f(kernels::TypeTag<std::uint8_t>{});
-    case 2:
-      return f(kernels::TypeTag<std::uint16_t>{});
-    case 4:
-      return f(kernels::TypeTag<std::uint32_t>{});
-    default:
-      return f(kernels::TypeTag<std::uint64_t>{});
-  }
-}
-
 }  // namespace
 
 IndexFault index_gather(const IndexGeometry& geometry, const Tensor& data, Tensor& out) {
   FaultSlot fault;
   if (geometry.numel == 0) return {};
   const Rows r = rows_of(geometry);
-  dispatch_element_size(element_size(data.dtype()), [&](auto tag) {
+  kernels::dispatch_bytes(element_size(data.dtype()), "index_gather", [&](auto tag) {
     using E = typename decltype(tag)::type;
     const E* src = static_cast<const E*>(data.data_ptr());
     E* dst = static_cast<E*>(out.data_ptr());
@@ -190,7 +176,7 @@ IndexFault index_scatter(const IndexGeometry& geometry, const Tensor& values, Te
       });
     });
   } else {
-    dispatch_element_size(element_size(data.dtype()), [&](auto tag) {
+    kernels::dispatch_bytes(element_size(data.dtype()), "index_scatter", [&](auto tag) {
       using E = typename decltype(tag)::type;
       run(tag, [](E* to, const E* from, i64 row) {
         if (row == 1) {

@@ -1,13 +1,22 @@
-// CUDA indexed accesses (kernels/index_geometry.h) and nonzero, queued on gpu::stream(). One thread per element
-// (a grid-stride loop): its offsets from the geometry (32-bit multiply-shift division while the element count
-// allows), its indices read and checked, one load and one store. Gathers and plain scatters whose innermost dim is
-// contiguous on both sides and not indexed move 16-byte packs instead of elements (bytes are bytes: they dispatch
-// on the element size, not the dtype). Accumulating scatters add with
-// atomics (native for 4- and 8-byte types and, on Hopper, for float packs of four; a compare-and-swap on the
-// enclosing 32-bit word for 1- and 2-byte ones), except floating ones under
+// CUDA indexed accesses (kernels/index_geometry.h) and nonzero, queued on gpu::stream(). The general kernels give
+// each thread kUnroll elements (a grid-stride loop over tiles): their offsets from the geometry (32-bit
+// multiply-shift division while the element count allows), then all their index loads, then all their data loads,
+// then the stores, so that enough accesses are in flight to cover the memory's latency. Gathers and plain
+// scatters whose innermost dim is contiguous on both sides and not indexed move 16-byte packs instead of elements
+// (bytes are bytes: they dispatch on the element size, not the dtype). A gather or accumulating scatter whose one
+// index walks the innermost dim within a data row that fits shared memory (gather(x, -1, idx), x[:, idx],
+// scatter_add_(-1, ...)) stages that row in shared memory with coalesced loads and serves the indices from there:
+// the direct kernel would fetch a 32-byte sector from L2 per 4-byte element and contend on global atomics.
+// Accumulating scatters add with atomics (native for 4- and 8-byte types and, on Hopper, for float packs of four;
+// a compare-and-swap on the enclosing 32-bit word for 1- and 2-byte ones), except floating ones under
 // minidl::deterministic(), which sort the destinations stably first (cub::DeviceRadixSort) and sum each run in
 // order. An out-of-range index sets a device-side flag (which index, its value) that the host reads back after the
 // kernel.
+#include <algorithm>
+#include <cstdlib>
+#include <utility>
+#include <vector>
+
 #include <thrust/iterator/counting_iterator.h>
 #include <cub/device/device_radix_sort.cuh>
 #include <cub/device/device_select.cuh>
@@ -57,34 +66,58 @@ __device__ void report(ull* fault, int k, i64 value) {
     fault[1] = static_cast<ull>(value);
 }
 
-template <class E, bool Small>
-__global__ void gather_kernel(IndexGeometry g, const E* __restrict__ data, E* __restrict__ out, ull* fault) {
-  GRID_STRIDE(i, g.numel) {
-    i64 d, o, at[kMaxIndices];
-    g.locate<Small>(i, d, o, at);
-    int bad_k;
-    i64 bad_value;
-    if (!g.resolve(d, at, bad_k, bad_value)) {
-      report(fault, bad_k, bad_value);
-      continue;
+/// Elements a thread of the element-wise kernels takes at a time.
+constexpr int kUnroll = 4;
+
+/// Calls visit(d, o, ok) for each tile of kUnroll elements of g this thread owns (blockDim.x apart): element u's
+/// data offset d[u] (indices included), its other offset o[u], and ok[u], false where it lies past the end or has
+/// an index out of range (reported). Every offset and index of the tile is read before visit, with no branch on a
+/// value read, so that the loads of all kUnroll elements are in flight together.
+template <bool Small, class Visit>
+__device__ void visit_elements(const IndexGeometry& g, ull* fault, const Visit& visit) {
+  const i64 tile = static_cast<i64>(blockDim.x) * kUnroll;
+  for (i64 base = blockIdx.x * tile + threadIdx.x; base < g.numel; base += tile * gridDim.x) {
+    i64 d[kUnroll], o[kUnroll];
+    bool ok[kUnroll];
+    int bad_k = -1;
+    i64 bad_value = 0;
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const i64 i = base + u * static_cast<i64>(blockDim.x);
+      // Past the end: the last element once more (its loads are valid), dropped below.
+      i64 at[kMaxIndices];
+      g.locate<Small>(i < g.numel ? i : g.numel - 1, d[u], o[u], at);
+      int k = 0;
+      i64 value = 0;
+      ok[u] = g.resolve(d[u], at, k, value);
+      if (!ok[u]) {
+        bad_k = k;
+        bad_value = value;
+      }
+      ok[u] = ok[u] && i < g.numel;
     }
-    out[o] = data[d];
+    if (bad_k >= 0) report(fault, bad_k, bad_value);
+    visit(d, o, ok);
   }
 }
 
-template <class E, bool Small>
-__global__ void scatter_kernel(IndexGeometry g, const E* __restrict__ values, E* __restrict__ data, ull* fault) {
-  GRID_STRIDE(i, g.numel) {
-    i64 d, o, at[kMaxIndices];
-    g.locate<Small>(i, d, o, at);
-    int bad_k;
-    i64 bad_value;
-    if (!g.resolve(d, at, bad_k, bad_value)) {
-      report(fault, bad_k, bad_value);
-      continue;
+/// The direction of a plain indexed copy: a gather reads data at the indexed offset into the other operand, a
+/// scatter writes the other operand's element there.
+enum class Move { Gather, Scatter };
+
+template <Move M, class E, bool Small>
+__global__ void move_kernel(IndexGeometry g, const E* __restrict__ from, E* __restrict__ to, ull* fault) {
+  visit_elements<Small>(g, fault, [&](const i64(&d)[kUnroll], const i64(&o)[kUnroll], const bool(&ok)[kUnroll]) {
+    E v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (ok[u]) v[u] = from[M == Move::Gather ? d[u] : o[u]];
     }
-    data[d] = values[o];
-  }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (ok[u]) to[M == Move::Gather ? o[u] : d[u]] = v[u];
+    }
+  });
 }
 
 /// *p = accumulate_add(*p, v), atomically.
@@ -125,17 +158,172 @@ __device__ void atomic_accumulate(T* p, T v) {
 
 template <class T, bool Small>
 __global__ void scatter_add_kernel(IndexGeometry g, const T* __restrict__ values, T* data, ull* fault) {
-  GRID_STRIDE(i, g.numel) {
-    i64 d, o, at[kMaxIndices];
-    g.locate<Small>(i, d, o, at);
-    int bad_k;
-    i64 bad_value;
-    if (!g.resolve(d, at, bad_k, bad_value)) {
-      report(fault, bad_k, bad_value);
-      continue;
+  visit_elements<Small>(g, fault, [&](const i64(&d)[kUnroll], const i64(&o)[kUnroll], const bool(&ok)[kUnroll]) {
+    T v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (ok[u]) v[u] = values[o[u]];
     }
-    atomic_accumulate(data + d, values[o]);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      if (ok[u]) atomic_accumulate(data + d[u], v[u]);
+    }
+  });
+}
+
+// ---- Rows staged in shared memory ------------------------------------------------------------------------------
+// A row job: g has one index tensor, walking g's last dim, and the data row it picks from (index_bound[0] elements,
+// index_step[0] apart) stays put along that dim (data stride 0). Block b takes part b % chunks of row b / chunks
+// of g (rows: its elements over the last dim's size): it stages the data row in shared memory, serves that part's
+// indices from there and, for an accumulating scatter, writes the row back.
+
+/// A block's shared memory without opting in to more.
+constexpr std::size_t kStageBytes = 48 * 1024;
+
+/// to[j * to_step] = from[j * from_step] for j < n, by the whole block, kUnroll loads in flight per thread.
+template <class E>
+__device__ void block_copy_elements(const E* from, i64 from_step, E* to, i64 to_step, i64 n) {
+  for (i64 j0 = threadIdx.x; j0 < n; j0 += static_cast<i64>(blockDim.x) * kUnroll) {
+    E v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const i64 j = j0 + u * static_cast<i64>(blockDim.x);
+      if (j < n) v[u] = from[j * from_step];
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const i64 j = j0 + u * static_cast<i64>(blockDim.x);
+      if (j < n) to[j * to_step] = v[u];
+    }
   }
+}
+
+/// block_copy_elements by 16-byte packs where both sides are contiguous and aligned.
+template <class E>
+__device__ void block_copy(const E* from, i64 from_step, E* to, i64 to_step, i64 n) {
+  if constexpr (sizeof(E) < 16) {
+    constexpr i64 v = 16 / sizeof(E);
+    const bool packs = from_step == 1 && to_step == 1 && n % v == 0 &&
+                       (reinterpret_cast<std::uintptr_t>(from) | reinterpret_cast<std::uintptr_t>(to)) % 16 == 0;
+    if (packs) {
+      block_copy_elements(reinterpret_cast<const uint4*>(from), 1, reinterpret_cast<uint4*>(to), 1, n / v);
+      return;
+    }
+  }
+  block_copy_elements(from, from_step, to, to_step, n);
+}
+
+/// The elements j < n of a row part, kUnroll at a time per thread: load(j) (the element's own operand, loaded
+/// beside its index) and then, where its index is in range, use(j, position along the row, load's value); an
+/// index out of range is reported and its element skipped. ix: the part's first index, ix_step apart.
+template <class Load, class Use>
+__device__ void walk_part(const IndexGeometry& g, const i64* ix, i64 ix_step, i64 n, ull* fault, const Load& load,
+                          const Use& use) {
+  using V = decltype(load(i64{0}));
+  for (i64 j0 = threadIdx.x; j0 < n; j0 += static_cast<i64>(blockDim.x) * kUnroll) {
+    i64 raw[kUnroll];
+    V v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const i64 j = j0 + u * static_cast<i64>(blockDim.x);
+      const i64 at = j < n ? j : n - 1;  // past the end: the last element once more, dropped below
+      raw[u] = ix[at * ix_step];
+      v[u] = load(at);
+    }
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+      const i64 j = j0 + u * static_cast<i64>(blockDim.x);
+      i64 pos;
+      if (j >= n) continue;
+      if (!g.position(0, raw[u], pos)) {
+        report(fault, 0, raw[u]);
+        continue;
+      }
+      use(j, pos, v[u]);
+    }
+  }
+}
+
+/// Part b's row offsets (data row, other operand, index) and its element count, over parts of `chunk` elements.
+template <bool Small>
+__device__ i64 locate_part(const IndexGeometry& g, i64 b, i64 chunk, i64& d, i64& o, i64& at) {
+  const i64 len = g.sizes[g.ndim - 1], chunks = (len + chunk - 1) / chunk, begin = b % chunks * chunk;
+  i64 at_k[kMaxIndices];
+  g.locate<Small>(b / chunks * len + begin, d, o, at_k);
+  at = at_k[0];
+  return len - begin < chunk ? len - begin : chunk;
+}
+
+template <class E, bool Small>
+__global__ void row_gather_kernel(IndexGeometry g, i64 chunk, const E* __restrict__ data, E* __restrict__ out,
+                                  ull* fault) {
+  extern __shared__ __align__(16) unsigned char stage[];
+  E* row = reinterpret_cast<E*>(stage);
+  const int last = g.ndim - 1;
+  const i64 len = g.sizes[last], parts = g.numel / len * ((len + chunk - 1) / chunk);
+  const i64 out_step = g.other_strides[last];
+  for (i64 b = blockIdx.x; b < parts; b += gridDim.x) {
+    i64 d, o, at;
+    const i64 n = locate_part<Small>(g, b, chunk, d, o, at);
+    __syncthreads();  // the previous part's reads of the stage are done
+    block_copy(data + d, g.index_step[0], row, 1, g.index_bound[0]);
+    __syncthreads();
+    walk_part(
+        g, g.index[0] + at, g.index_strides[0][last], n, fault, [](i64) { return 0; },
+        [&](i64 j, i64 pos, int) { out[o + j * out_step] = row[pos]; });
+  }
+}
+
+/// One part per row (chunk = the row): a block owns its data row while it adds into the stage.
+template <class T, bool Small>
+__global__ void row_scatter_add_kernel(IndexGeometry g, const T* __restrict__ values, T* data, ull* fault) {
+  extern __shared__ __align__(16) unsigned char stage[];
+  T* row = reinterpret_cast<T*>(stage);
+  const int last = g.ndim - 1;
+  const i64 len = g.sizes[last], rows = g.numel / len, value_step = g.other_strides[last];
+  for (i64 b = blockIdx.x; b < rows; b += gridDim.x) {
+    i64 d, o, at;
+    const i64 n = locate_part<Small>(g, b, len, d, o, at);
+    __syncthreads();  // the previous row's write-back is done
+    block_copy<T>(data + d, g.index_step[0], row, 1, g.index_bound[0]);
+    __syncthreads();
+    walk_part(
+        g, g.index[0] + at, g.index_strides[0][last], n, fault, [&](i64 j) { return values[o + j * value_step]; },
+        [&](i64, i64 pos, T v) { atomic_accumulate(row + pos, v); });
+    __syncthreads();
+    block_copy<T>(row, 1, data + d, g.index_step[0], g.index_bound[0]);
+  }
+}
+
+/// Whether g is a row job (above) whose data row of `bytes`-byte elements fits the stage and is worth staging:
+/// its bytes are at most 16 per element of the row part that reads them (the direct kernel's cost is a 32-byte
+/// sector per element).
+bool stageable(const IndexGeometry& g, std::size_t bytes, i64 part) {
+  const int last = g.ndim - 1;
+  if (g.nidx != 1 || last < 0 || g.data_strides[last] != 0 || g.index_strides[0][last] == 0) return false;
+  const auto row_bytes = static_cast<std::size_t>(g.index_bound[0]) * bytes;
+  return row_bytes <= kStageBytes && row_bytes <= 16 * static_cast<std::size_t>(part);
+}
+
+/// The stage's size for rows of `bytes`-byte elements: whole 16-byte packs, so that a 1- or 2-byte atomic's
+/// enclosing word stays inside.
+std::size_t stage_bytes(const IndexGeometry& g, std::size_t bytes) {
+  return (static_cast<std::size_t>(g.index_bound[0]) * bytes + 15) / 16 * 16;
+}
+
+/// Whether no data element is reached from two rows of g (a row job): the data rows are disjoint, so that a block
+/// may own one. The outer dims' data strides and the row's (step, bound), as a tensor without internal overlap.
+bool rows_disjoint(const IndexGeometry& g) {
+  std::vector<std::pair<i64, i64>> dims;  // (|stride|, size)
+  for (int d = 0; d < g.ndim - 1; ++d) dims.emplace_back(std::abs(g.data_strides[d]), g.sizes[d]);
+  dims.emplace_back(std::abs(g.index_step[0]), g.index_bound[0]);
+  std::sort(dims.begin(), dims.end());
+  i64 span = 0;
+  for (const auto& [stride, size] : dims) {
+    if (size > 1 && stride <= span) return false;
+    span += (size - 1) * stride;
+  }
+  return true;
 }
 
 // The deterministic accumulation: each element's destination as a sort key (`sentinel`, above every destination,
@@ -227,43 +415,51 @@ bool to_packs(IndexGeometry& g, std::size_t bytes, const void* data, const void*
   return true;
 }
 
-/// f(TypeTag<E>) with E an unsigned type of `bytes` bytes (uint4 for a 16-byte pack).
-template <class F>
-void dispatch_bytes(std::size_t bytes, F&& f) {
-  switch (bytes) {
-    case 1:
-      return f(kernels::TypeTag<std::uint8_t>{});
-    case 2:
-      return f(kernels::TypeTag<std::uint16_t>{});
-    case 4:
-      return f(kernels::TypeTag<std::uint32_t>{});
-    case 8:
-      return f(kernels::TypeTag<std::uint64_t>{});
-    default:
-      return f(kernels::TypeTag<uint4>{});
-  }
-}
-
-/// Launches kernel<Small> (Small: 32-bit division) over g's elements.
+/// launch(small) with small a std::bool_constant: whether g's flat element counts fit the 32-bit division.
 template <class Launch>
-void launch_over(const IndexGeometry& g, Launch&& launch) {
-  const unsigned int blocks = blocks_for(g.numel, kThreads);
+void launch_small(const IndexGeometry& g, Launch&& launch) {
   if (kernels::small_geometry(g)) {
-    launch(std::true_type{}, blocks);
+    launch(std::true_type{});
   } else {
-    launch(std::false_type{}, blocks);
+    launch(std::false_type{});
   }
   MINIDL_CUDA_KERNEL_CHECK();
 }
 
+/// Blocks for the element-wise kernels over g.
+unsigned int element_blocks(const IndexGeometry& g) { return blocks_for((g.numel + kUnroll - 1) / kUnroll, kThreads); }
+
+/// Parts in flight that fill the GPU (a few blocks per multiprocessor).
+constexpr i64 kFillBlocks = 1024;
+/// Rows below which an accumulating scatter stays with global atomics: one block per row would leave
+/// multiprocessors idle.
+constexpr i64 kMinStagedRows = 256;
+
 void gather_into(IndexGeometry g, const Tensor& data, Tensor& out, ull* fault) {
   if (g.numel == 0) return;
   std::size_t bytes = element_size(data.dtype());
+  const i64 len = g.ndim > 0 ? g.sizes[g.ndim - 1] : 1, rows = g.numel / len;
+  // Few rows: parts of each, so that the grid fills the GPU, each at least as long as the row it stages.
+  const i64 per_row = (kFillBlocks + rows - 1) / rows;
+  const i64 chunk = per_row > 1 ? std::max<i64>({(len + per_row - 1) / per_row, g.nidx > 0 ? g.index_bound[0] : 0,
+                                                 static_cast<i64>(kThreads) * kUnroll})
+                                : len;
+  if (stageable(g, bytes, std::min(chunk, len))) {
+    const i64 parts = rows * ((len + chunk - 1) / chunk);
+    kernels::dispatch_bytes(bytes, "index_gather", [&](auto tag) {
+      using E = typename decltype(tag)::type;
+      launch_small(g, [&](auto small) {
+        row_gather_kernel<E, decltype(small)::value><<<row_blocks(parts), kThreads, stage_bytes(g, bytes), stream()>>>(
+            g, chunk, static_cast<const E*>(data.data_ptr()), static_cast<E*>(out.data_ptr()), fault);
+      });
+    });
+    return;
+  }
   if (to_packs(g, bytes, data.data_ptr(), out.data_ptr())) bytes = 16;
-  dispatch_bytes(bytes, [&](auto tag) {
+  kernels::dispatch_bytes<uint4>(bytes, "index_gather", [&](auto tag) {
     using E = typename decltype(tag)::type;
-    launch_over(g, [&](auto small, unsigned int blocks) {
-      gather_kernel<E, decltype(small)::value><<<blocks, kThreads, 0, stream()>>>(
+    launch_small(g, [&](auto small) {
+      move_kernel<Move::Gather, E, decltype(small)::value><<<element_blocks(g), kThreads, 0, stream()>>>(
           g, static_cast<const E*>(data.data_ptr()), static_cast<E*>(out.data_ptr()), fault);
     });
   });
@@ -285,20 +481,33 @@ IndexFault index_scatter(const IndexGeometry& geometry, const Tensor& values, Te
   if (!accumulate) {
     std::size_t bytes = element_size(data.dtype());
     if (to_packs(g, bytes, data.data_ptr(), values.data_ptr())) bytes = 16;
-    dispatch_bytes(bytes, [&](auto tag) {
+    kernels::dispatch_bytes<uint4>(bytes, "index_scatter", [&](auto tag) {
       using E = typename decltype(tag)::type;
-      launch_over(g, [&](auto small, unsigned int blocks) {
-        scatter_kernel<E, decltype(small)::value><<<blocks, kThreads, 0, stream()>>>(
+      launch_small(g, [&](auto small) {
+        move_kernel<Move::Scatter, E, decltype(small)::value><<<element_blocks(g), kThreads, 0, stream()>>>(
             g, static_cast<const E*>(values.data_ptr()), static_cast<E*>(data.data_ptr()), fault.get());
       });
     });
     return fault.read(data.device());
   }
   const bool deterministic_sum = is_floating_point(data.dtype()) && minidl::deterministic();
+  const std::size_t bytes = element_size(data.dtype());
+  const i64 len = g.ndim > 0 ? g.sizes[g.ndim - 1] : 1, rows = g.numel / len;
+  if (!deterministic_sum && rows >= kMinStagedRows && stageable(g, bytes, len) && rows_disjoint(g)) {
+    kernels::dispatch_all(data.dtype(), "index_scatter", [&](auto tag) {
+      using T = typename decltype(tag)::type;
+      launch_small(g, [&](auto small) {
+        row_scatter_add_kernel<T, decltype(small)::value>
+            <<<row_blocks(rows), kThreads, stage_bytes(g, bytes), stream()>>>(g, values.data_ptr<T>(),
+                                                                              data.data_ptr<T>(), fault.get());
+      });
+    });
+    return fault.read(data.device());
+  }
   if (data.dtype() == kFloat32 && !deterministic_sum &&
       to_packs(g, sizeof(float), data.data_ptr(), values.data_ptr())) {
-    launch_over(g, [&](auto small, unsigned int blocks) {
-      scatter_add_kernel<float4, decltype(small)::value><<<blocks, kThreads, 0, stream()>>>(
+    launch_small(g, [&](auto small) {
+      scatter_add_kernel<float4, decltype(small)::value><<<element_blocks(g), kThreads, 0, stream()>>>(
           g, static_cast<const float4*>(values.data_ptr()), static_cast<float4*>(data.data_ptr()), fault.get());
     });
     return fault.read(data.device());
@@ -310,9 +519,9 @@ IndexFault index_scatter(const IndexGeometry& geometry, const Tensor& values, Te
       deterministic_accumulate(g, values.data_ptr<T>(), data.data_ptr<T>(), fault.get());
       return;
     }
-    launch_over(g, [&](auto small, unsigned int blocks) {
+    launch_small(g, [&](auto small) {
       scatter_add_kernel<T, decltype(small)::value>
-          <<<blocks, kThreads, 0, stream()>>>(g, values.data_ptr<T>(), data.data_ptr<T>(), fault.get());
+          <<<element_blocks(g), kThreads, 0, stream()>>>(g, values.data_ptr<T>(), data.data_ptr<T>(), fault.get());
     });
   });
   return fault.read(data.device());

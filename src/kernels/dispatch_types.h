@@ -2,6 +2,8 @@
 // Turns a runtime dtype into a compile-time type: dispatch<AllTypes>(dt, "op", [&](auto tag) {
 // using T = typename decltype(tag)::type; ... }). A dtype outside the set is a TypeError naming the op, the
 // dtypes it takes and the one it was given. The sets are spelled with MINIDL_FORALL_DTYPES's enum names.
+#include <cstddef>
+#include <cstdint>
 #include <string>
 #include <type_traits>
 
@@ -39,6 +41,28 @@ void dispatch(DTypeSet<Ds...>, DType dt, const char* op, F&& f) {
 template <class F> void dispatch_all(DType dt, const char* op, F&& f) { dispatch(AllTypes{}, dt, op, f); }
 /// float32 and float64: the kernels whose bfloat16 / float16 versions are still to come.
 template <class F> void dispatch_floating(DType dt, const char* op, F&& f) { dispatch(FloatDouble{}, dt, op, f); }
+
+/// f(TypeTag<E>) with E the unsigned integer type of `bytes` bytes (1, 2, 4 or 8), or Pack16 for 16 (a backend's
+/// 16-byte vector, uint4 on the GPU; void: none). The kernels that only move elements (gathers, plain scatters)
+/// dispatch on the element size, not the dtype: bytes are bytes.
+template <class Pack16 = void, class F> void dispatch_bytes(std::size_t bytes, const char* op, F&& f) {
+  switch (bytes) {
+    case 1:
+      return f(TypeTag<std::uint8_t>{});
+    case 2:
+      return f(TypeTag<std::uint16_t>{});
+    case 4:
+      return f(TypeTag<std::uint32_t>{});
+    case 8:
+      return f(TypeTag<std::uint64_t>{});
+    default:
+      break;
+  }
+  if constexpr (!std::is_void_v<Pack16>) {
+    if (bytes == sizeof(Pack16)) return f(TypeTag<Pack16>{});
+  }
+  throw TypeError(detail::str(op, ": no kernel moves elements of ", bytes, " bytes"));
+}
 
 /// An elementwise kernel's types: body(tag S, tag O) for the stored input type S and the output type O, which is
 /// S itself or bool (comparisons and logical ops).

@@ -86,23 +86,34 @@ MINIDL_INDEX_UNROLL
     }
   }
 
-  /// Adds the indices' part to a data offset; false (with the index tensor and its value) when one is out of range.
+  /// Adds the indices' part to a data offset; false (with the first index tensor out of range and its value) when
+  /// one is out of range. Every index is read before the result is known, with no branch on a value read, so that
+  /// a GPU thread's index loads of several elements are in flight together.
   MINIDL_STRIDED_HD bool resolve(std::int64_t& data, const std::int64_t (&at)[kMaxIndices], int& bad_k,
                                  std::int64_t& bad_value) const {
+    bool ok = true;
 MINIDL_INDEX_UNROLL
     for (int k = 0; k < kMaxIndices; ++k) {
       if (k < nidx) {
         const std::int64_t raw = index[k][at[k]];
-        const std::int64_t v = wrap_negative && raw < 0 ? raw + index_bound[k] : raw;
-        if (v < 0 || v >= index_bound[k]) {
+        std::int64_t v;
+        const bool in = position(k, raw, v);
+        if (ok && !in) {
           bad_k = k;
           bad_value = raw;
-          return false;
         }
+        ok = ok && in;
         data += v * index_step[k];
       }
     }
-    return true;
+    return ok;
+  }
+
+  /// Index tensor k's value `raw` as a position along the dim it picks (a negative one counted from the end under
+  /// wrap_negative); false when that lies outside [0, bound).
+  MINIDL_STRIDED_HD bool position(int k, std::int64_t raw, std::int64_t& v) const {
+    v = wrap_negative && raw < 0 ? raw + index_bound[k] : raw;
+    return v >= 0 && v < index_bound[k];
   }
 
   MINIDL_STRIDED_HD std::uint32_t div_small(std::uint32_t n, int d) const {

@@ -775,11 +775,13 @@ Many both(const std::function<std::tuple<Tensor, Tensor>(const Tensor&)>& f) {
 }
 
 /// Shapes that take each kernel path: short rows (groups of lanes), long rows (a block each, split into
-/// segments), wide and narrow strided slices, split strided slices, one long row, 0-d and empty.
+/// segments), wide and narrow strided slices, split strided slices (in packs of columns: 1300 x 256, 2100 x 12),
+/// one long row, many long rows scanned by a block each (600 x 4097, element by element), 0-d and empty.
 const std::vector<Shape>& path_shapes() {
-  static const std::vector<Shape> s{{},           {1},         {7},           {3, 5},      {2, 3, 4},
-                                    {33, 65},     {5, 3000},   {2, 200001},   {1, 300000}, {1000, 3},
-                                    {3, 2500, 2}, {4, 70, 45}, {2, 3000, 33}, {0, 4},      {4, 0, 3}};
+  static const std::vector<Shape> s{{},           {1},         {7},           {3, 5},         {2, 3, 4},
+                                    {33, 65},     {5, 3000},   {2, 200001},   {1, 300000},    {1000, 3},
+                                    {3, 2500, 2}, {4, 70, 45}, {2, 3000, 33}, {3, 1300, 256}, {5, 2100, 12},
+                                    {600, 4097},  {0, 4},      {4, 0, 3}};
   return s;
 }
 
@@ -828,7 +830,8 @@ TEST(ReductionsGpu, SumMeanProdVarStdNormLogsumexpAgreeWithTheCpu) {
 TEST(ReductionsGpu, EveryDtypeAgreesWithTheCpu) {
   MINIDL_REQUIRE_GPU();
   for (DType dt : {kFloat32, kFloat64, kBFloat16, kFloat16, kInt64, kInt32, kUInt8, kBool}) {
-    for (const Shape& s : {Shape{37, 129}, Shape{4, 1025, 3}, Shape{1, 70000}}) {
+    // 3 x 1100 x 32: packs of columns of every width; 520 x 4112: rows scanned by a block each, in packs.
+    for (const Shape& s : {Shape{37, 129}, Shape{4, 1025, 3}, Shape{1, 70000}, Shape{3, 1100, 32}, Shape{520, 4112}}) {
       const Tensor x = is_floating_point(dt) ? uni(s, -2, 2, dt) : small_ints(s, 3, dt);
       const std::string tag = std::string(dtype_name(dt)) + " " + shape_str(s);
       for (std::int64_t d = 0; d < static_cast<std::int64_t>(s.size()); ++d) {
@@ -844,9 +847,12 @@ TEST(ReductionsGpu, EveryDtypeAgreesWithTheCpu) {
         expect_devices_agree("sort " + tag, both([d](const Tensor& a) { return a.sort(d, true); }), x, false);
         expect_devices_agree("topk " + tag, both([d, k](const Tensor& a) { return a.topk(k, d); }), x, false);
         if (is_floating_point(dt)) {
+          // The gradient exp(x - lse) follows lse's rounding: over the long slices of the last two shapes the two
+          // devices' orders of summation can round a 16-bit lse to neighbouring values, a step of 3% in it.
+          const bool lse_grad = !is_reduced_floating_point(dt) || x.numel() <= 70000;
           expect_devices_agree("mean " + tag, one([d](const Tensor& a) { return a.mean(d); }), x);
           expect_devices_agree("var " + tag, one([d](const Tensor& a) { return a.var(d); }), x);
-          expect_devices_agree("logsumexp " + tag, one([d](const Tensor& a) { return a.logsumexp(d); }), x);
+          expect_devices_agree("logsumexp " + tag, one([d](const Tensor& a) { return a.logsumexp(d); }), x, lse_grad);
           expect_devices_agree("norm " + tag, one([d](const Tensor& a) { return a.norm(2, d); }), x);
         }
       }

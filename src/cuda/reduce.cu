@@ -4,12 +4,14 @@
 //
 // One pass reads the input once. Rows (inner == 1) go to groups of lanes (a warp or less, for short rows) or, when
 // long, to a block each, reading 16-byte packs; strided slices (inner > 1) to blocks whose lanes read neighbouring
-// columns (coalesced; narrow slices let a warp read several rows at once) while their rows of threads split the slice.
-// Long slices, and a few slices that would leave most of the device idle, are cut into segments whose partial
-// accumulators a second, small pass combines. Segments depend only on the shape, and every combination happens in a
-// fixed order, so results are bitwise reproducible; the segments also keep float sums' addition chains short.
+// packs of columns (16 bytes each when the columns allow it, coalesced; narrow slices let a warp read several rows at
+// once) while their rows of threads split the slice. Long slices, and slices too few to keep every multiprocessor
+// streaming until the end, are cut into segments whose partial accumulators a second, small pass combines. Segments
+// depend only on the shape, and every combination happens in a fixed order, so results are bitwise reproducible; the
+// segments also keep float sums' addition chains short.
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #include "cuda/launch.cuh"
 #include "cuda/reduce.h"
@@ -24,7 +26,10 @@ constexpr i64 kRowChunk = i64{1} << 16;       // the most elements of a row one 
 constexpr i64 kMinRowSegment = i64{1} << 13;  // the fewest, when rows are split to occupy the device
 constexpr i64 kColumnChunk = 1024;            // the same for the rows of a strided slice
 constexpr i64 kMinColumnSegment = 128;
-constexpr i64 kTargetBlocks = 1024;  // below this many blocks, long slices are split further
+constexpr i64 kTargetBlocks = 1024;  // below this many blocks, long rows are split further
+// The same for strided slices. More blocks, each shorter, shorten the end of the pass, when too few blocks remain to
+// keep the memory system busy: it costs more than the partials' extra traffic.
+constexpr i64 kTargetColumnBlocks = 4096;
 constexpr i64 kGroupRowMax = 4096;   // rows up to this long go to a group of lanes rather than a block
 constexpr int kColumnRows = 8;       // rows of threads in a block over strided slices
 constexpr int kUnroll = 8;           // strided loads in flight per thread before they are combined in order
@@ -76,23 +81,8 @@ __device__ A block_reduce(const R& r, A v, A* shared) {
   return v;
 }
 
-/// acc stepped through positions first, first + step, ... below m of a slice whose position p is x[p * ld]
-/// (pos0 + p in its whole slice), kUnroll loads at a time, combined in position order.
-template <class R, class In, class A>
-__device__ A step_through(const R& r, A acc, const In* x, i64 ld, i64 first, i64 step, i64 m, i64 pos0) {
-  i64 p = first;
-  for (; p + (kUnroll - 1) * step < m; p += kUnroll * step) {
-    In v[kUnroll];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) v[u] = x[(p + u * step) * ld];
-#pragma unroll
-    for (int u = 0; u < kUnroll; ++u) acc = r.step(acc, v[u], pos0 + p + u * step);
-  }
-  for (; p < m; p += step) acc = r.step(acc, x[p * ld], pos0 + p);
-  return acc;
-}
-
-/// step_through of a contiguous slice (ld 1): 16-byte packs from its first 16-byte boundary on, two in flight per
+/// acc stepped through positions first, first + step, ... below m of a contiguous slice (position q at x[q], pos0 + q
+/// in its whole slice): 16-byte packs from its first 16-byte boundary on, two in flight per
 /// thread (scalar loads use too little of the memory system's bandwidth), single elements before the boundary
 /// and after the last whole pack. Each thread's positions still grow along its chain.
 template <class R, class In, class A>
@@ -168,40 +158,88 @@ __global__ void __launch_bounds__(kThreads)
   }
 }
 
-/// Strided slices (inner > 1), or their segments of `len` rows: a block covers up to 32 neighbouring columns of
-/// one segment (slot (o * segs + segment) * inner + column). For inner < 32 a warp reads 32 / inner rows at once.
-template <class R, class In, class Out>
+/// V consecutive values from p: one wide access for elements, V scalar loads for structured partial accumulators.
+template <int V, class T>
+__device__ Wide<T, V> load_columns(const T* p) {
+  if constexpr (std::is_class_v<T> && !kernels::is_reduced_float_v<T>) {
+    Wide<T, V> w;
+#pragma unroll
+    for (int e = 0; e < V; ++e) w.v[e] = p[e];
+    return w;
+  } else {
+    return load_wide<V>(p);
+  }
+}
+
+/// acc[e] = f(acc[e], value e, position) for the packs of V columns at positions first, first + step, ... below m
+/// of a slice whose position q is x[q * ld] (pos0 + q in its whole slice); kUnroll packs in flight before they are
+/// combined in position order.
+template <int V, class T, class A, class F>
+__device__ void step_columns(A (&acc)[V], const T* x, i64 ld, i64 first, i64 step, i64 m, i64 pos0, const F& f) {
+  i64 q = first;
+  for (; q + (kUnroll - 1) * step < m; q += kUnroll * step) {
+    Wide<T, V> v[kUnroll];
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) v[u] = load_columns<V>(x + (q + u * step) * ld);
+#pragma unroll
+    for (int u = 0; u < kUnroll; ++u) {
+#pragma unroll
+      for (int e = 0; e < V; ++e) acc[e] = f(acc[e], v[u].v[e], pos0 + q + u * step);
+    }
+  }
+#pragma unroll 4  // the second pass's short slices end here: their loads still go out together
+  for (; q < m; q += step) {
+    const Wide<T, V> v = load_columns<V>(x + q * ld);
+#pragma unroll
+    for (int e = 0; e < V; ++e) acc[e] = f(acc[e], v.v[e], pos0 + q);
+  }
+}
+
+/// Strided slices (inner > 1), or their segments of `len` rows: a block covers up to 32 neighbouring packs of V
+/// columns (V divides inner) of one segment (slot (o * segs + segment) * inner + column). For fewer than 32 packs
+/// a warp reads 32 / packs rows at once.
+template <int V, class R, class In, class Out>
 __global__ void __launch_bounds__(kWarp* kColumnRows)
     reduce_columns_kernel(R r, Pass<R, In, Out> p, i64 outer, i64 n, i64 inner, i64 len, i64 segs) {
   using A = typename R::acc_t;
   __shared__ A part[kColumnRows][kWarp + 1];
-  const bool wide = inner >= kWarp;
-  const int cols = wide ? kWarp : static_cast<int>(inner), group = wide ? 1 : kWarp / cols;
+  const i64 packs = inner / V;
+  const bool wide = packs >= kWarp;
+  const int cols = wide ? kWarp : static_cast<int>(packs), group = wide ? 1 : kWarp / cols;
   const int lane = threadIdx.x, sub = lane / cols, c = lane % cols;
-  const i64 tiles = wide ? ceil_div(inner, kWarp) : 1;
+  const i64 tiles = wide ? ceil_div(packs, kWarp) : 1;
   for (i64 b = blockIdx.x; b < outer * segs * tiles; b += gridDim.x) {  // uniform per block: it syncs
     const i64 t = b % tiles, s = (b / tiles) % segs, o = b / (tiles * segs);
-    const i64 i = t * kWarp + c, start = s * len, m = min(len, n - start);
-    A acc = r.identity();
+    const i64 i = (t * kWarp + c) * V, start = s * len, m = min(len, n - start);
+    A acc[V];
+#pragma unroll
+    for (int e = 0; e < V; ++e) acc[e] = r.identity();
     if (sub < group && i < inner) {
       const i64 first = threadIdx.y * group + sub, step = static_cast<i64>(kColumnRows) * group;
       const i64 base = (o * n + start) * inner + i;
       if (p.part_in) {
-        for (i64 k = first; k < m; k += step) acc = r.combine(acc, p.part_in[base + k * inner]);
+        step_columns<V>(acc, p.part_in + base, inner, first, step, m, start,
+                        [&](const A& a, const A& v, i64) { return r.combine(a, v); });
       } else {
-        acc = step_through(r, acc, p.x + base, inner, first, step, m, start);
+        step_columns<V>(acc, p.x + base, inner, first, step, m, start,
+                        [&](const A& a, const In& v, i64 pos) { return r.step(a, v, pos); });
       }
     }
-    part[threadIdx.y][lane] = acc;
-    __syncthreads();
-    if (threadIdx.y == 0 && lane < cols && i < inner) {
-      A total = part[0][lane];
-      for (int y = 0; y < kColumnRows; ++y)
-        for (int q = 0; q < group; ++q)
-          if (y + q > 0) total = r.combine(total, part[y][q * cols + lane]);
-      finish(r, p, (o * segs + s) * inner + i, o * inner + i, total);
+    // One column of the pack at a time, so that shared memory holds one accumulator per thread whatever V is
+    // (unrolled: acc indexed by a variable would leave the registers for local memory).
+#pragma unroll
+    for (int e = 0; e < V; ++e) {
+      part[threadIdx.y][lane] = acc[e];
+      __syncthreads();
+      if (threadIdx.y == 0 && lane < cols && i < inner) {
+        A total = part[0][lane];
+        for (int y = 0; y < kColumnRows; ++y)
+          for (int q = 0; q < group; ++q)
+            if (y + q > 0) total = r.combine(total, part[y][q * cols + lane]);
+        finish(r, p, (o * segs + s) * inner + i + e, o * inner + i + e, total);
+      }
+      __syncthreads();
     }
-    __syncthreads();
   }
 }
 
@@ -219,10 +257,15 @@ void launch_reduce(const R& r, const In* x, i64 outer, i64 n, i64 inner, Out* ou
   if (outer * inner == 0) return;
   const bool rows = inner == 1;
   const i64 chunk = rows ? kRowChunk : kColumnChunk, min_seg = rows ? kMinRowSegment : kMinColumnSegment;
-  const i64 tiles = rows ? 1 : (inner >= kWarp ? ceil_div(inner, kWarp) : 1);
+  const i64 target = rows ? kTargetBlocks : kTargetColumnBlocks;
+  // Packs of columns move as 16-byte accesses when every row of the slices starts on a 16-byte boundary.
+  constexpr int kV = Pack<In>::size;
+  const bool packed = !rows && inner % kV == 0 && is_aligned(x, 16);
+  const i64 packs = packed ? inner / kV : inner;
+  const i64 tiles = rows ? 1 : (packs >= kWarp ? ceil_div(packs, kWarp) : 1);
   i64 segs = n > chunk ? ceil_div(n, chunk) : 1;
-  if (outer * tiles * segs < kTargetBlocks && n > min_seg) {
-    segs = std::max(segs, std::min(ceil_div(kTargetBlocks, outer * tiles), ceil_div(n, min_seg)));
+  if (outer * tiles * segs < target && n > min_seg) {
+    segs = std::max(segs, std::min(ceil_div(target, outer * tiles), ceil_div(n, min_seg)));
   }
   const i64 len = segs == 1 ? n : ceil_div(n, segs);
   if (segs > 1) segs = ceil_div(n, len);
@@ -237,11 +280,20 @@ void launch_reduce(const R& r, const In* x, i64 outer, i64 n, i64 inner, Out* ou
     reduce_rows_kernel<<<row_blocks(outer * segs), kThreads, 0, stream()>>>(r, first, outer, n, len, segs);
     if (segs > 1) reduce_rows_kernel<<<row_blocks(outer), kThreads, 0, stream()>>>(r, second, outer, segs, segs, 1);
   } else {
-    const dim3 block(kWarp, kColumnRows);
-    reduce_columns_kernel<<<row_blocks(outer * segs * tiles), block, 0, stream()>>>(r, first, outer, n, inner, len,
-                                                                                    segs);
-    if (segs > 1) {
-      reduce_columns_kernel<<<row_blocks(outer * tiles), block, 0, stream()>>>(r, second, outer, segs, inner, segs, 1);
+    const auto columns = [&](auto v) {
+      constexpr int V = decltype(v)::value;
+      const dim3 block(kWarp, kColumnRows);
+      reduce_columns_kernel<V>
+          <<<row_blocks(outer * segs * tiles), block, 0, stream()>>>(r, first, outer, n, inner, len, segs);
+      if (segs > 1) {
+        reduce_columns_kernel<V>
+            <<<row_blocks(outer * tiles), block, 0, stream()>>>(r, second, outer, segs, inner, segs, 1);
+      }
+    };
+    if (packed) {
+      columns(std::integral_constant<int, kV>{});
+    } else {
+      columns(std::integral_constant<int, 1>{});
     }
   }
   MINIDL_CUDA_KERNEL_CHECK();

@@ -1,10 +1,12 @@
 // CUDA scans along the middle dimension of an (outer, n, inner) view (see kernels/backend.h) and cumprod's
 // backward, on gpu::stream(), nothing synchronised.
 //
-// Rows (inner == 1) are one CUB segmented scan (DeviceScan::InclusiveScanByKey, keyed by the row, whose single
-// pass with decoupled look-back reads and writes every element once however the rows are shaped). Strided slices
-// with many columns take one thread per column stepping down n (neighbouring threads read neighbouring columns);
-// few long columns are transposed into rows for CUB and back.
+// Many long rows (inner == 1) take a block each, which reads and writes them in 16-byte packs once. Other rows are
+// one CUB segmented scan (DeviceScan::InclusiveScanByKey, keyed by the row, whose single pass with decoupled
+// look-back reads and writes every element once however the rows are shaped, but computes every element's key and
+// moves elements one at a time, which leaves much of the bandwidth unused on many long rows: docs/BENCHMARKS.md,
+// "Issue 23: a middle dim's sum and cumsum"). Strided slices with many columns take one thread per column stepping
+// down n (neighbouring threads read neighbouring columns); few long columns are transposed into rows and back.
 #include <thrust/iterator/counting_iterator.h>
 #include <thrust/iterator/tabulate_output_iterator.h>
 #include <thrust/iterator/transform_iterator.h>
@@ -22,6 +24,14 @@ namespace {
 
 constexpr i64 kColumnThreads = 16384;  // at least this many columns (or a small scan): one thread per column
 constexpr int kTile = 32;              // the transpose's tiles
+// A block per row when there are enough rows to occupy the device and most threads have elements of each chunk.
+constexpr i64 kBlockRows = 512;
+/// Elements per thread in each chunk of a row scanned by a block: 128 bytes of accumulators, so that each thread
+/// has that many bytes of loads in flight at once (a block per row has nothing else to overlap them with).
+template <class A>
+constexpr int kRowItems = 128 / static_cast<int>(sizeof(A));
+template <class A>
+constexpr i64 kRowChunk = i64{kThreads} * kRowItems<A>;
 
 /// The row of a flat position i: i / n, by a multiply and a shift (CUTLASS's FastDivmod) while positions fit
 /// in 31 bits, since CUB asks for every element's key.
@@ -65,8 +75,103 @@ struct StoreAt {
   }
 };
 
+/// v after the inclusive scan of the warp's lanes (fixed order).
+template <class A, class F>
+__device__ A warp_inclusive_scan(F f, A v, int lane) {
+#pragma unroll
+  for (int d = 1; d < kWarp; d <<= 1) {
+    const A u = __shfl_up_sync(0xffffffffu, v, d);
+    if (lane >= d) v = f(u, v);
+  }
+  return v;
+}
+
+/// A block per row (reversed: read from its end). Each chunk of kRowChunk positions is P rows of packs of V
+/// contiguous positions, a pack per thread in each (neighbouring threads, neighbouring packs: coalesced 16-byte
+/// accesses when `packed`, else element by element). Packs scan in registers, their totals across the warp by
+/// shuffles, and the warps' totals through shared memory, which every thread then adds up in the same order (so
+/// all agree on the chunk's total, the next chunk's carry, bit for bit).
 template <class In, class Out, class A, class F>
-void scan_rows(F f, bool reverse, const In* x, i64 rows, i64 n, Out* out) {
+__global__ void __launch_bounds__(kThreads)
+    scan_rows_kernel(F f, A identity, bool reverse, bool packed, const In* __restrict__ x, Out* __restrict__ out,
+                     i64 rows, i64 n) {
+  constexpr int V = Pack<In>::size, P = kRowItems<A> / V, kWarps = kThreads / kWarp;
+  static_assert(P >= 1 && P * V == kRowItems<A>, "scan_rows_kernel: a chunk is whole packs");
+  constexpr i64 kChunk = kRowChunk<A>;
+  __shared__ A totals[2][P][kWarps];  // two, alternating by chunk: one sync per chunk suffices
+  const int lane = threadIdx.x % kWarp, warp = threadIdx.x / kWarp;
+  int buf = 0;
+  for (i64 row = blockIdx.x; row < rows; row += gridDim.x) {
+    const In* xr = x + row * n;
+    Out* yr = out + row * n;
+    A carry = identity;
+    for (i64 c0 = 0; c0 < n; c0 += kChunk, buf ^= 1) {
+      A v[P][V];
+#pragma unroll
+      for (int j = 0; j < P; ++j) {
+        const i64 q = c0 + (static_cast<i64>(j) * kThreads + threadIdx.x) * V;  // the pack's first position
+        if (packed && q + V <= n) {
+          const Wide<In, V> w = load_wide<V>(xr + (reverse ? n - q - V : q));
+#pragma unroll
+          for (int e = 0; e < V; ++e) v[j][e] = kernels::convert<A>(w.v[reverse ? V - 1 - e : e]);
+        } else {
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            const i64 k = q + e;
+            v[j][e] = k < n ? kernels::convert<A>(xr[reverse ? n - 1 - k : k]) : identity;
+          }
+        }
+      }
+      A s[P];
+#pragma unroll
+      for (int j = 0; j < P; ++j) {
+#pragma unroll
+        for (int e = 1; e < V; ++e) v[j][e] = f(v[j][e - 1], v[j][e]);
+        s[j] = warp_inclusive_scan(f, v[j][V - 1], lane);
+        if (lane == kWarp - 1) totals[buf][j][warp] = s[j];
+      }
+      __syncthreads();
+      A run = carry, before_warp[P];
+#pragma unroll
+      for (int j = 0; j < P; ++j) {
+#pragma unroll
+        for (int w = 0; w < kWarps; ++w) {
+          if (w == warp) before_warp[j] = run;
+          run = f(run, totals[buf][j][w]);
+        }
+      }
+      carry = run;
+#pragma unroll
+      for (int j = 0; j < P; ++j) {
+        const A lower = __shfl_up_sync(0xffffffffu, s[j], 1);  // the packs of the warp's lower lanes
+        const A before = lane == 0 ? before_warp[j] : f(before_warp[j], lower);
+        const i64 q = c0 + (static_cast<i64>(j) * kThreads + threadIdx.x) * V;
+        if (packed && q + V <= n) {
+          Wide<Out, V> w;
+#pragma unroll
+          for (int e = 0; e < V; ++e) w.v[reverse ? V - 1 - e : e] = kernels::convert<Out>(f(before, v[j][e]));
+          store_wide(yr + (reverse ? n - q - V : q), w);
+        } else {
+#pragma unroll
+          for (int e = 0; e < V; ++e) {
+            const i64 k = q + e;
+            if (k < n) yr[reverse ? n - 1 - k : k] = kernels::convert<Out>(f(before, v[j][e]));
+          }
+        }
+      }
+    }
+  }
+}
+
+template <class In, class Out, class A, class F>
+void scan_rows(F f, A identity, bool reverse, const In* x, i64 rows, i64 n, Out* out) {
+  if (rows >= kBlockRows && n >= kRowChunk<A> / 2) {
+    constexpr int V = Pack<In>::size;
+    const bool packed = n % V == 0 && is_aligned(x, 16) && is_aligned(out, 16);
+    scan_rows_kernel<<<row_blocks(rows), kThreads, 0, stream()>>>(f, identity, reverse, packed, x, out, rows, n);
+    MINIDL_CUDA_KERNEL_CHECK();
+    return;
+  }
   const i64 total = rows * n;
   const auto keys = thrust::make_transform_iterator(thrust::counting_iterator<i64>(0), RowOf(n, total));
   const auto values =
@@ -157,7 +262,7 @@ void scan(kernels::ScanOp op, bool reverse, const Tensor& x, i64 outer, i64 n, i
     const In* px = x.data_ptr<In>();
     Out* po = out.data_ptr<Out>();
     kernels::visit_scan<A>(op, [&](auto f, A identity) {
-      if (inner == 1) return scan_rows<In, Out, A>(f, reverse, px, outer, n, po);
+      if (inner == 1) return scan_rows<In, Out, A>(f, identity, reverse, px, outer, n, po);
       if (outer * inner >= kColumnThreads || x.numel() <= (i64{1} << 20)) {
         scan_columns_kernel<<<blocks_for(outer * inner), kThreads, 0, stream()>>>(f, identity, reverse, px, po, outer,
                                                                                   n, inner);
@@ -168,7 +273,7 @@ void scan(kernels::ScanOp op, bool reverse, const Tensor& x, i64 outer, i64 n, i
       Workspace rows_in(static_cast<std::size_t>(x.numel()) * sizeof(In), "scan transpose");
       Workspace rows_out(static_cast<std::size_t>(x.numel()) * sizeof(Out), "scan transpose");
       transpose(px, rows_in.as<In>(), outer, n, inner);
-      scan_rows<In, Out, A>(f, reverse, rows_in.as<In>(), outer * inner, n, rows_out.as<Out>());
+      scan_rows<In, Out, A>(f, identity, reverse, rows_in.as<In>(), outer * inner, n, rows_out.as<Out>());
       transpose(rows_out.as<Out>(), po, outer, inner, n);
     });
   });

@@ -100,8 +100,8 @@ TEST(CudaGraph, ReplaysDrawFreshDropoutMasks) {
     kept += first[i] != 0.f;
     differ += first[i] != second[i];
   }
-  EXPECT_NEAR(kept, 2048, 5 * 32);   // 5 sigma of Binomial(4096, 0.5)
-  EXPECT_GT(differ, 1500);           // independent masks differ in about half the places
+  EXPECT_NEAR(kept, 2048, 5 * 32);  // 5 sigma of Binomial(4096, 0.5)
+  EXPECT_GT(differ, 1500);          // independent masks differ in about half the places
 }
 
 // The tensor ops a model's step uses (joining, indexing, where, reductions, scans, sorting) capture: replayed on
@@ -145,7 +145,11 @@ TEST(CudaGraph, TensorOpsOfAModelStepCaptureAndReplay) {
     const std::vector<Tensor> eager = ops();
     ASSERT_EQ(eager.size(), captured.size());
     for (std::size_t i = 0; i < eager.size(); ++i) {
-      EXPECT_TRUE(equal(captured[i].cpu(), eager[i].cpu())) << "op " << i << " replay " << replay;
+      // scatter_add_ (op 4) adds with atomics, in an order that can differ between any two runs.
+      const bool exact = i != 4;
+      EXPECT_TRUE(exact ? equal(captured[i].cpu(), eager[i].cpu())
+                        : allclose(captured[i].cpu(), eager[i].cpu(), 1e-5, 1e-6))
+          << "op " << i << " replay " << replay;
     }
   }
 }

@@ -1,8 +1,8 @@
 // CUDA indexed accesses (kernels/index_geometry.h) and nonzero, queued on gpu::stream(). The general kernels give
-// each thread kUnroll elements (a grid-stride loop over tiles): their offsets from the geometry (32-bit
-// multiply-shift division while the element count allows), then all their index loads, then all their data loads,
-// then the stores, so that enough accesses are in flight to cover the memory's latency. Gathers and plain
-// scatters whose innermost dim is contiguous on both sides and not indexed move 16-byte packs instead of elements
+// each thread kUnroll elements of up to 8 bytes or one 16-byte pack (a grid-stride loop over tiles): their offsets from
+// the geometry (32-bit multiply-shift division while the element count allows), then all their index loads, then all
+// their data loads, then the stores, so that enough accesses are in flight to cover the memory's latency. Gathers and
+// plain scatters whose innermost dim is contiguous on both sides and not indexed move 16-byte packs instead of elements
 // (bytes are bytes: they dispatch on the element size, not the dtype). A gather or accumulating scatter whose one
 // index walks the innermost dim within a data row that fits shared memory (gather(x, -1, idx), x[:, idx],
 // scatter_add_(-1, ...)) stages that row in shared memory with coalesced loads and serves the indices from there:
@@ -68,21 +68,25 @@ __device__ void report(ull* fault, int k, i64 value) {
 
 /// Elements a thread of the element-wise kernels takes at a time.
 constexpr int kUnroll = 4;
+/// ... and for elements of type E: one 16-byte pack already keeps enough bytes in flight per thread, and four of
+/// them (with their offsets and indices) cost the registers that fill a multiprocessor (see docs/BENCHMARKS.md).
+template <class E>
+constexpr int kElementUnroll = sizeof(E) >= 16 ? 1 : kUnroll;
 
-/// Calls visit(d, o, ok) for each tile of kUnroll elements of g this thread owns (blockDim.x apart): element u's
-/// data offset d[u] (indices included), its other offset o[u], and ok[u], false where it lies past the end or has
-/// an index out of range (reported). Every offset and index of the tile is read before visit, with no branch on a
-/// value read, so that the loads of all kUnroll elements are in flight together.
-template <bool Small, class Visit>
+/// Calls visit(d, o, ok) for each tile of U elements of g this thread owns (blockDim.x apart): element u's data
+/// offset d[u] (indices included), its other offset o[u], and ok[u], false where it lies past the end or has an
+/// index out of range (reported). Every offset and index of the tile is read before visit, with no branch on a
+/// value read, so that the loads of all U elements are in flight together.
+template <int U, bool Small, class Visit>
 __device__ void visit_elements(const IndexGeometry& g, ull* fault, const Visit& visit) {
-  const i64 tile = static_cast<i64>(blockDim.x) * kUnroll;
+  const i64 tile = static_cast<i64>(blockDim.x) * U;
   for (i64 base = blockIdx.x * tile + threadIdx.x; base < g.numel; base += tile * gridDim.x) {
-    i64 d[kUnroll], o[kUnroll];
-    bool ok[kUnroll];
+    i64 d[U], o[U];
+    bool ok[U];
     int bad_k = -1;
     i64 bad_value = 0;
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       const i64 i = base + u * static_cast<i64>(blockDim.x);
       // Past the end: the last element once more (its loads are valid), dropped below.
       i64 at[kMaxIndices];
@@ -107,14 +111,15 @@ enum class Move { Gather, Scatter };
 
 template <Move M, class E, bool Small>
 __global__ void move_kernel(IndexGeometry g, const E* __restrict__ from, E* __restrict__ to, ull* fault) {
-  visit_elements<Small>(g, fault, [&](const i64(&d)[kUnroll], const i64(&o)[kUnroll], const bool(&ok)[kUnroll]) {
-    E v[kUnroll];
+  constexpr int U = kElementUnroll<E>;
+  visit_elements<U, Small>(g, fault, [&](const i64(&d)[U], const i64(&o)[U], const bool(&ok)[U]) {
+    E v[U];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       if (ok[u]) v[u] = from[M == Move::Gather ? d[u] : o[u]];
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       if (ok[u]) to[M == Move::Gather ? o[u] : d[u]] = v[u];
     }
   });
@@ -158,14 +163,15 @@ __device__ void atomic_accumulate(T* p, T v) {
 
 template <class T, bool Small>
 __global__ void scatter_add_kernel(IndexGeometry g, const T* __restrict__ values, T* data, ull* fault) {
-  visit_elements<Small>(g, fault, [&](const i64(&d)[kUnroll], const i64(&o)[kUnroll], const bool(&ok)[kUnroll]) {
-    T v[kUnroll];
+  constexpr int U = kElementUnroll<T>;
+  visit_elements<U, Small>(g, fault, [&](const i64(&d)[U], const i64(&o)[U], const bool(&ok)[U]) {
+    T v[U];
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       if (ok[u]) v[u] = values[o[u]];
     }
 #pragma unroll
-    for (int u = 0; u < kUnroll; ++u) {
+    for (int u = 0; u < U; ++u) {
       if (ok[u]) atomic_accumulate(data + d[u], v[u]);
     }
   });
@@ -426,8 +432,11 @@ void launch_small(const IndexGeometry& g, Launch&& launch) {
   MINIDL_CUDA_KERNEL_CHECK();
 }
 
-/// Blocks for the element-wise kernels over g.
-unsigned int element_blocks(const IndexGeometry& g) { return blocks_for((g.numel + kUnroll - 1) / kUnroll, kThreads); }
+/// Blocks for the element-wise kernels over g, with elements of type E.
+template <class E>
+unsigned int element_blocks(const IndexGeometry& g) {
+  return blocks_for((g.numel + kElementUnroll<E> - 1) / kElementUnroll<E>, kThreads);
+}
 
 /// Parts in flight that fill the GPU (a few blocks per multiprocessor).
 constexpr i64 kFillBlocks = 1024;
@@ -459,7 +468,7 @@ void gather_into(IndexGeometry g, const Tensor& data, Tensor& out, ull* fault) {
   kernels::dispatch_bytes<uint4>(bytes, "index_gather", [&](auto tag) {
     using E = typename decltype(tag)::type;
     launch_small(g, [&](auto small) {
-      move_kernel<Move::Gather, E, decltype(small)::value><<<element_blocks(g), kThreads, 0, stream()>>>(
+      move_kernel<Move::Gather, E, decltype(small)::value><<<element_blocks<E>(g), kThreads, 0, stream()>>>(
           g, static_cast<const E*>(data.data_ptr()), static_cast<E*>(out.data_ptr()), fault);
     });
   });
@@ -484,7 +493,7 @@ IndexFault index_scatter(const IndexGeometry& geometry, const Tensor& values, Te
     kernels::dispatch_bytes<uint4>(bytes, "index_scatter", [&](auto tag) {
       using E = typename decltype(tag)::type;
       launch_small(g, [&](auto small) {
-        move_kernel<Move::Scatter, E, decltype(small)::value><<<element_blocks(g), kThreads, 0, stream()>>>(
+        move_kernel<Move::Scatter, E, decltype(small)::value><<<element_blocks<E>(g), kThreads, 0, stream()>>>(
             g, static_cast<const E*>(values.data_ptr()), static_cast<E*>(data.data_ptr()), fault.get());
       });
     });
@@ -507,7 +516,7 @@ IndexFault index_scatter(const IndexGeometry& geometry, const Tensor& values, Te
   if (data.dtype() == kFloat32 && !deterministic_sum &&
       to_packs(g, sizeof(float), data.data_ptr(), values.data_ptr())) {
     launch_small(g, [&](auto small) {
-      scatter_add_kernel<float4, decltype(small)::value><<<element_blocks(g), kThreads, 0, stream()>>>(
+      scatter_add_kernel<float4, decltype(small)::value><<<element_blocks<float4>(g), kThreads, 0, stream()>>>(
           g, static_cast<const float4*>(values.data_ptr()), static_cast<float4*>(data.data_ptr()), fault.get());
     });
     return fault.read(data.device());
@@ -521,7 +530,7 @@ IndexFault index_scatter(const IndexGeometry& geometry, const Tensor& values, Te
     }
     launch_small(g, [&](auto small) {
       scatter_add_kernel<T, decltype(small)::value>
-          <<<element_blocks(g), kThreads, 0, stream()>>>(g, values.data_ptr<T>(), data.data_ptr<T>(), fault.get());
+          <<<element_blocks<T>(g), kThreads, 0, stream()>>>(g, values.data_ptr<T>(), data.data_ptr<T>(), fault.get());
     });
   });
   return fault.read(data.device());

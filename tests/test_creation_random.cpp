@@ -21,6 +21,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "golden_file.h"
 #include "test_util.h"
 
 using namespace minidl;
@@ -90,33 +91,14 @@ TensorOptions on(Device d, DType t) { return TensorOptions(t).device(d); }
 
 // ---- golden ---------------------------------------------------------------------------------------------------------
 
-std::string golden_path() {
-  const char* dir = std::getenv("MINIDL_GOLDEN_DIR");
-  if (dir != nullptr) return std::string(dir) + "/creation_golden.json";
-  const std::string here = __FILE__;
-  return here.substr(0, here.find_last_of("/\\") + 1) + "golden/creation_golden.json";
-}
-
 const json& golden() {
-  static const json g = [] {
-    std::ifstream in(golden_path());
-    return in ? json::parse(in) : json();
-  }();
+  static const json g = minidl::testing::read_golden("creation_golden.json");
   return g;
 }
 
-#define MINIDL_REQUIRE_GOLDEN()                                                                             \
-  if (golden().is_null()) {                                                                                 \
-    GTEST_SKIP() << golden_path() << " not found: run `python3 tests/golden/gen_creation_golden.py` where " \
-                 << "PyTorch is installed";                                                                 \
-  }
+#define MINIDL_REQUIRE_GOLDEN() MINIDL_REQUIRE_GOLDEN_FILE(golden(), "creation_golden.json", "gen_creation_golden.py")
 
-DType dtype_named(const std::string& name) {
-  for (DType d : kAllDtypes) {
-    if (name == dtype_name(d)) return d;
-  }
-  throw ValueError("unknown dtype " + name);
-}
+using minidl::testing::dtype_named;
 
 /// A JSON number as the Scalar Python wrote it: true/false, an integer, or a floating value.
 Scalar scalar_of(const json& v) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "golden_file.h"
 #include "minidl/minidl.h"
 #include "test_util.h"
 
@@ -17,33 +18,14 @@ using json = nlohmann::json;
 
 namespace {
 
-std::string golden_path() {
-  const char* dir = std::getenv("MINIDL_GOLDEN_DIR");
-  if (dir != nullptr) return std::string(dir) + "/dtype_golden.json";
-  const std::string here = __FILE__;
-  return here.substr(0, here.find_last_of("/\\") + 1) + "golden/dtype_golden.json";
-}
-
 const json& golden() {
-  static const json g = [] {
-    std::ifstream in(golden_path());
-    return in ? json::parse(in) : json();
-  }();
+  static const json g = minidl::testing::read_golden("dtype_golden.json");
   return g;
 }
 
-#define MINIDL_REQUIRE_GOLDEN()                                                                              \
-  if (golden().is_null()) {                                                                                  \
-    GTEST_SKIP() << golden_path() << " not found: run `python3 tests/golden/gen_dtype_golden.py` where "    \
-                 << "PyTorch is installed";                                                                  \
-  }
+#define MINIDL_REQUIRE_GOLDEN() MINIDL_REQUIRE_GOLDEN_FILE(golden(), "dtype_golden.json", "gen_dtype_golden.py")
 
-DType dtype_named(const std::string& name) {
-  for (DType d : {kFloat32, kFloat64, kBFloat16, kHalf, kInt64, kInt32, kUInt8, kBool}) {
-    if (name == dtype_name(d)) return d;
-  }
-  throw ValueError("unknown dtype " + name);
-}
+using minidl::testing::dtype_named;
 
 /// The 16-bit patterns of a bfloat16 or float16 tensor.
 std::vector<std::uint16_t> bits16(const Tensor& t) {

@@ -5,9 +5,10 @@
 // and final weights of 10 SGD (momentum) and 10 Adam steps.
 //
 // CPU: float64, tolerance 1e-8 (both sides compute in double; only summation order differs), and float32.
-// GPU: float32 with TF32 off. Float32 tolerance 1e-4 (the CPU float32 run agrees to 1e-5). Elements compare with tol * (1 + |expected|); sums are relative:
-// a signed sum against tol times the sum of magnitudes, the sum of magnitudes and of squares against themselves.
-// Without the JSON file the tests skip and say how to make it. MINIDL_GOLDEN_DIR overrides its directory.
+// GPU: float32 with TF32 off. Float32 tolerance 1e-4 (the CPU float32 run agrees to 1e-5). Elements compare with tol *
+// (1 + |expected|); sums are relative: a signed sum against tol times the sum of magnitudes, the sum of magnitudes and
+// of squares against themselves. Without the JSON file the tests skip and say how to make it. MINIDL_GOLDEN_DIR
+// overrides its directory.
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
@@ -18,6 +19,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "golden_file.h"
 #include "test_util.h"
 
 using namespace minidl;
@@ -46,10 +48,8 @@ class SplitMix64 {
 /// examples/mnist's CNN without dropout; parameter names and order as the PyTorch model's.
 struct GoldenNet : nn::Module {
   GoldenNet()
-      : nn::Module("GoldenNet"),
-        conv1(register_module("conv1", nn::Conv2d(1, 32, 3))),
-        conv2(register_module("conv2", nn::Conv2d(32, 64, 3))),
-        fc1(register_module("fc1", nn::Linear(9216, 128))),
+      : nn::Module("GoldenNet"), conv1(register_module("conv1", nn::Conv2d(1, 32, 3))),
+        conv2(register_module("conv2", nn::Conv2d(32, 64, 3))), fc1(register_module("fc1", nn::Linear(9216, 128))),
         fc2(register_module("fc2", nn::Linear(128, 10))) {}
   Tensor forward(const Tensor& input) override {
     Tensor x = F::relu(conv1(input));
@@ -62,25 +62,10 @@ struct GoldenNet : nn::Module {
   nn::Linear fc1, fc2;
 };
 
-std::string golden_path() {
-  const char* dir = std::getenv("MINIDL_GOLDEN_DIR");
-  if (dir != nullptr) return std::string(dir) + "/mnist_cnn_golden.json";
-  const std::string here = __FILE__;
-  return here.substr(0, here.find_last_of("/\\") + 1) + "golden/mnist_cnn_golden.json";
-}
+/// Loads the golden file; null when it is absent.
+json load_golden() { return minidl::testing::read_golden("mnist_cnn_golden.json"); }
 
-/// Loads the golden file; empty when it is absent.
-json load_golden() {
-  std::ifstream in(golden_path());
-  if (!in) return json();
-  return json::parse(in);
-}
-
-#define MINIDL_REQUIRE_GOLDEN(g)                                                                               \
-  if ((g).is_null()) {                                                                                         \
-    GTEST_SKIP() << golden_path() << " not found: run `python3 tests/golden/gen_mnist_golden.py` where "      \
-                 << "PyTorch is installed";                                                                    \
-  }
+#define MINIDL_REQUIRE_GOLDEN(g) MINIDL_REQUIRE_GOLDEN_FILE(g, "mnist_cnn_golden.json", "gen_mnist_golden.py")
 
 /// The formula weights of gen_mnist_golden.py (float64, on the CPU).
 std::shared_ptr<GoldenNet> formula_net(const json& g) {
@@ -124,7 +109,8 @@ class Checker {
   explicit Checker(double tol) : tol_(tol) {}
 
   void value(double got, double want, const std::string& what) const {
-    EXPECT_LE(std::fabs(got - want), tol_ * (1.0 + std::fabs(want))) << what << ": got " << got << ", expected " << want;
+    EXPECT_LE(std::fabs(got - want), tol_ * (1.0 + std::fabs(want)))
+        << what << ": got " << got << ", expected " << want;
   }
 
   void values(const std::vector<double>& got, const json& want, const std::string& what) const {
@@ -151,10 +137,12 @@ class Checker {
       sum_sq += e * e;
     }
     const double want_abs = s["abs_sum"].get<double>(), want_sq = s["sum_sq"].get<double>();
-    EXPECT_LE(std::fabs(sum - s["sum"].get<double>()), tol_ * want_abs) << what << ": sum " << sum << ", expected "
-                                                                         << s["sum"].get<double>();
-    EXPECT_LE(std::fabs(abs_sum - want_abs), tol_ * want_abs) << what << ": sum of |.| " << abs_sum << ", expected " << want_abs;
-    EXPECT_LE(std::fabs(sum_sq - want_sq), tol_ * want_sq) << what << ": sum of squares " << sum_sq << ", expected " << want_sq;
+    EXPECT_LE(std::fabs(sum - s["sum"].get<double>()), tol_ * want_abs)
+        << what << ": sum " << sum << ", expected " << s["sum"].get<double>();
+    EXPECT_LE(std::fabs(abs_sum - want_abs), tol_ * want_abs)
+        << what << ": sum of |.| " << abs_sum << ", expected " << want_abs;
+    EXPECT_LE(std::fabs(sum_sq - want_sq), tol_ * want_sq)
+        << what << ": sum of squares " << sum_sq << ", expected " << want_sq;
     const json& idx = s["indices"];
     std::vector<double> sampled;
     for (const json& i : idx) sampled.push_back(v.at(i.get<std::size_t>()));
@@ -187,9 +175,11 @@ void run_golden(const json& g, Device device, DType dtype, double tol) {
   check.values(host(logits), g["logits"], "logits");
   const Tensor loss = F::cross_entropy(logits, y);
   check.value(loss.item<double>(), g["loss"].get<double>(), "cross_entropy loss");
-  check.value(F::nll_loss(F::log_softmax(logits, 1), y).item<double>(), g["loss"].get<double>(), "nll_loss(log_softmax)");
+  check.value(F::nll_loss(F::log_softmax(logits, 1), y).item<double>(), g["loss"].get<double>(),
+              "nll_loss(log_softmax)");
   loss.backward();
-  for (const auto& [name, p] : net->named_parameters()) check.summary(p.grad(), g["grads"][name], "gradient of " + name);
+  for (const auto& [name, p] : net->named_parameters())
+    check.summary(p.grad(), g["grads"][name], "gradient of " + name);
 
   const auto train = [&](const std::string& key, optim::Optimizer& opt, GoldenNet& model) {
     const json& want = g[key];
@@ -207,7 +197,8 @@ void run_golden(const json& g, Device device, DType dtype, double tol) {
       check.value(F::cross_entropy(model.forward(x), y).item<double>(), want["final_loss"].get<double>(),
                   key + " final loss");
     }
-    for (const auto& [name, p] : model.named_parameters()) check.summary(p, want["weights"][name], key + " final " + name);
+    for (const auto& [name, p] : model.named_parameters())
+      check.summary(p, want["weights"][name], key + " final " + name);
   };
   {
     std::shared_ptr<GoldenNet> model = make();

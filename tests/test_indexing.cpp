@@ -13,6 +13,7 @@
 #include <random>
 #include <string>
 
+#include "golden_file.h"
 #include "minidl/minidl.h"
 #include "test_util.h"
 
@@ -53,27 +54,12 @@ void expect_equal(const Tensor& actual, const Tensor& expected, const std::strin
 
 // ---- golden ------------------------------------------------------------------------------------------------
 
-std::string golden_path() {
-  const char* dir = std::getenv("MINIDL_GOLDEN_DIR");
-  if (dir != nullptr) return std::string(dir) + "/indexing_golden.json";
-  const std::string here = __FILE__;
-  return here.substr(0, here.find_last_of("/\\") + 1) + "golden/indexing_golden.json";
-}
-
 const json& golden() {
-  static const json g = [] {
-    std::ifstream in(golden_path());
-    return in ? json::parse(in) : json();
-  }();
+  static const json g = minidl::testing::read_golden("indexing_golden.json");
   return g;
 }
 
-DType dtype_named(const std::string& name) {
-  for (DType d : kAllDTypes) {
-    if (name == dtype_name(d)) return d;
-  }
-  throw ValueError("unknown dtype " + name);
-}
+using minidl::testing::dtype_named;
 
 Tensor decode(const json& j, Device device) {
   const Shape shape = j["shape"].get<Shape>();
@@ -168,11 +154,7 @@ void run_case(const json& c, Device device, int number) {
   }
 }
 
-#define MINIDL_REQUIRE_GOLDEN()                                                                             \
-  if (golden().is_null()) {                                                                                 \
-    GTEST_SKIP() << golden_path() << " not found: run `python3 tests/golden/gen_indexing_golden.py` where " \
-                 << "PyTorch is installed";                                                                 \
-  }
+#define MINIDL_REQUIRE_GOLDEN() MINIDL_REQUIRE_GOLDEN_FILE(golden(), "indexing_golden.json", "gen_indexing_golden.py")
 
 void run_golden(Device device) {
   int n = 0;

@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "golden_file.h"
 #include "test_util.h"
 
 using namespace minidl;
@@ -903,27 +904,12 @@ TEST(JoiningGpu, GradientsMatchTheCpu) {
 
 namespace {
 
-std::string golden_path() {
-  const char* dir = std::getenv("MINIDL_GOLDEN_DIR");
-  if (dir != nullptr) return std::string(dir) + "/joining_golden.json";
-  const std::string here = __FILE__;
-  return here.substr(0, here.find_last_of("/\\") + 1) + "golden/joining_golden.json";
-}
-
 const json& golden() {
-  static const json g = [] {
-    std::ifstream in(golden_path());
-    return in ? json::parse(in) : json();
-  }();
+  static const json g = minidl::testing::read_golden("joining_golden.json");
   return g;
 }
 
-DType dtype_named(const std::string& name) {
-  for (DType d : kAllDTypes) {
-    if (name == dtype_name(d)) return d;
-  }
-  throw ValueError("unknown dtype " + name);
-}
+using minidl::testing::dtype_named;
 
 Tensor decode(const json& j, Device device) {
   const auto values = j["values"].get<std::vector<double>>();
@@ -1009,11 +995,7 @@ void expect_golden(Device device) {
 
 }  // namespace
 
-#define MINIDL_REQUIRE_GOLDEN()                                                                            \
-  if (golden().is_null()) {                                                                                \
-    GTEST_SKIP() << golden_path() << " not found: run `python3 tests/golden/gen_joining_golden.py` where " \
-                 << "PyTorch is installed";                                                                \
-  }
+#define MINIDL_REQUIRE_GOLDEN() MINIDL_REQUIRE_GOLDEN_FILE(golden(), "joining_golden.json", "gen_joining_golden.py")
 
 TEST(JoiningGolden, MatchesPyTorchOnTheCpu) {
   MINIDL_REQUIRE_GOLDEN();

@@ -435,7 +435,7 @@ namespace {
 /// from its grad_output, and every element of the output and of each floating input's gradient compared.
 void check_golden_case(const nlohmann::json& c, Device device, double rtol, double atol) {
   const std::string op = c.at("op");
-  const DType dt = minidl::testing::golden_dtype(c.at("dtype"));
+  const DType dt = minidl::testing::dtype_named(c.at("dtype"));
   std::vector<Tensor> leaves, used;
   for (std::size_t i = 0; i < c.at("inputs").size(); ++i) {
     Tensor t = minidl::testing::golden_tensor(c.at("inputs")[i], dt).to(device);

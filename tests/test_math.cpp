@@ -16,6 +16,7 @@
 #include <typeinfo>
 #include <vector>
 
+#include "golden_file.h"
 #include "minidl/minidl.h"
 #include "test_util.h"
 
@@ -100,43 +101,16 @@ Tensor off_grid(const Shape& s, double lo, double hi, double period, double gap)
 
 // ---- golden -----------------------------------------------------------------------------------------------
 
-std::string golden_path() {
-  const char* dir = std::getenv("MINIDL_GOLDEN_DIR");
-  if (dir != nullptr) return std::string(dir) + "/math_golden.json";
-  const std::string here = __FILE__;
-  return here.substr(0, here.find_last_of("/\\") + 1) + "golden/math_golden.json";
-}
-
 const json& golden() {
-  static const json g = [] {
-    std::ifstream in(golden_path());
-    return in ? json::parse(in) : json();
-  }();
+  static const json g = minidl::testing::read_golden("math_golden.json");
   return g;
 }
 
-#define MINIDL_REQUIRE_GOLDEN()                                                                         \
-  if (golden().is_null()) {                                                                             \
-    GTEST_SKIP() << golden_path() << " not found: run `python3 tests/golden/gen_math_golden.py` where " \
-                 << "PyTorch is installed";                                                             \
-  }
+#define MINIDL_REQUIRE_GOLDEN() MINIDL_REQUIRE_GOLDEN_FILE(golden(), "math_golden.json", "gen_math_golden.py")
 
-DType dtype_named(const std::string& name) {
-  for (DType d : {kFloat32, kFloat64, kBFloat16, kHalf, kInt64, kInt32, kUInt8, kBool}) {
-    if (name == dtype_name(d)) return d;
-  }
-  throw ValueError("unknown dtype " + name);
-}
+using minidl::testing::dtype_named;
 
-double number(const json& v) {
-  if (v.is_string()) {
-    const std::string s = v;
-    if (s == "nan") return std::numeric_limits<double>::quiet_NaN();
-    return s == "inf" ? std::numeric_limits<double>::infinity() : -std::numeric_limits<double>::infinity();
-  }
-  if (v.is_boolean()) return v.get<bool>() ? 1.0 : 0.0;
-  return v.get<double>();
-}
+double number(const json& v) { return minidl::testing::golden_number(v); }
 
 std::vector<double> numbers(const json& t) {
   std::vector<double> r;

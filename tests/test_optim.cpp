@@ -20,6 +20,7 @@
 #include <utility>
 #include <vector>
 
+#include "golden_file.h"
 #include "minidl/config.h"
 #include "minidl/minidl.h"
 #include "test_util.h"
@@ -529,8 +530,11 @@ TEST(Optimizer, BadOptionsAreRejected) {
 TEST(Optimizer, BadParametersAreRejected) {
   expect_error<ValueError>([] { optim::SGD({}, 0.1); }, {"empty"});
   expect_error<ValueError>([] { optim::SGD({random_param({2}), Tensor()}, 0.1); }, {"parameter 1", "undefined"});
-  expect_error<TypeError>([] { optim::SGD({random_param({2}), arange(4.0, TensorOptions(kInt64))}, 0.1); },
-                          {"parameter 1", "int64"});
+  expect_error<TypeError>(
+      [] {
+        optim::SGD({random_param({2}), arange(4.0, TensorOptions(kInt64))}, 0.1);
+      },
+      {"parameter 1", "int64"});
   Tensor p = random_param({2});
   expect_error<ValueError>([&] { optim::SGD({p, p}, 0.1); }, {"parameter 1", "more than once"});
   expect_error<ValueError>([&] { optim::SGD({random_param({3}), p * 2.0}, 0.1); }, {"parameter 1", "leaf"});
@@ -559,9 +563,15 @@ TEST(Optimizer, BadStateDictsAreRejectedWithoutChange) {
     return s;
   };
   const std::vector<std::pair<std::map<std::string, Tensor>, std::string>> bad = {
-      {with([](auto& s) { s["0.bogus"] = testing::random_tensor({2, 3}); }), "0.bogus"},
+      {with([](auto& s) {
+         s["0.bogus"] = testing::random_tensor({2, 3});
+       }),
+       "0.bogus"},
       {with([](auto& s) { s["2.step"] = full({}, 1.0, TensorOptions(kFloat64)); }), "2.step"},
-      {with([](auto& s) { s["01.exp_avg"] = testing::random_tensor({2, 3}); }), "01.exp_avg"},
+      {with([](auto& s) {
+         s["01.exp_avg"] = testing::random_tensor({2, 3});
+       }),
+       "01.exp_avg"},
       {with([](auto& s) { s["1.exp_avg"] = testing::random_tensor({5}); }), "[5]"},
       {with([](auto& s) { s.erase("1.max_exp_avg_sq"); }), "1.max_exp_avg_sq"},
       {with([](auto& s) { s.erase("0.step"); }), "0.step"},
@@ -701,16 +711,9 @@ TEST(Schedulers, DriveTheOptimizerUpdate) {
 
 // ---- PyTorch golden values ---------------------------------------------------------------------------------
 
-std::string golden_path() {
-  const std::string here = __FILE__;
-  return here.substr(0, here.find_last_of("/\\") + 1) + "golden/optim_golden.json";
-}
+nlohmann::json load_golden() { return minidl::testing::read_golden("optim_golden.json"); }
 
-std::optional<nlohmann::json> load_golden() {
-  std::ifstream in(golden_path());
-  if (!in) return std::nullopt;
-  return nlohmann::json::parse(in);
-}
+#define MINIDL_REQUIRE_GOLDEN(g) MINIDL_REQUIRE_GOLDEN_FILE(g, "optim_golden.json", "gen_optim_golden.py")
 
 Config config_from_json(const nlohmann::json& j) {
   const std::string type = j.at("optimizer");
@@ -743,7 +746,8 @@ Config config_from_json(const nlohmann::json& j) {
 std::shared_ptr<optim::LRScheduler> scheduler_from_json(Optimizer& opt, const nlohmann::json& spec) {
   const std::string type = spec.at("type");
   if (type == "StepLR") {
-    return std::make_shared<optim::StepLR>(opt, spec.at("step_size").get<std::int64_t>(), spec.at("gamma").get<double>());
+    return std::make_shared<optim::StepLR>(opt, spec.at("step_size").get<std::int64_t>(),
+                                           spec.at("gamma").get<double>());
   }
   if (type == "CosineAnnealingLR") {
     return std::make_shared<optim::CosineAnnealingLR>(opt, spec.at("T_max").get<std::int64_t>(),
@@ -764,9 +768,9 @@ std::shared_ptr<optim::LRScheduler> scheduler_from_json(Optimizer& opt, const nl
 
 TEST(OptimGolden, OptimizersMatchPyTorch) {
   const auto golden = load_golden();
-  if (!golden) GTEST_SKIP() << golden_path() << " not found; run tests/golden/gen_optim_golden.py where PyTorch is installed";
-  ASSERT_FALSE(golden->at("optimizers").empty());
-  for (const auto& jc : golden->at("optimizers")) {
+  MINIDL_REQUIRE_GOLDEN(golden);
+  ASSERT_FALSE(golden.at("optimizers").empty());
+  for (const auto& jc : golden.at("optimizers")) {
     const Config c = config_from_json(jc);
     SCOPED_TRACE(c.name);
     std::vector<Tensor> params;
@@ -792,9 +796,9 @@ TEST(OptimGolden, OptimizersMatchPyTorch) {
 
 TEST(OptimGolden, SchedulersMatchPyTorch) {
   const auto golden = load_golden();
-  if (!golden) GTEST_SKIP() << golden_path() << " not found; run tests/golden/gen_optim_golden.py where PyTorch is installed";
-  ASSERT_FALSE(golden->at("schedulers").empty());
-  for (const auto& js : golden->at("schedulers")) {
+  MINIDL_REQUIRE_GOLDEN(golden);
+  ASSERT_FALSE(golden.at("schedulers").empty());
+  for (const auto& js : golden.at("schedulers")) {
     SCOPED_TRACE(js.at("name").get<std::string>());
     Tensor p = random_param({1});
     optim::SGD opt({p}, js.at("base_lr").get<double>());

@@ -126,7 +126,7 @@ TEST(TensorAccess, SizesPrintAsLibtorchDoes) {
 TEST(TensorAccessGolden, PrintingMatchesPytorchsLayoutWithLibtorchsTypeLine) {
   MINIDL_REQUIRE_LINALG_GOLDEN();
   for (const auto& c : minidl::testing::linalg_golden().at("printing")) {
-    const DType dt = minidl::testing::golden_dtype(c.at("dtype"));
+    const DType dt = minidl::testing::dtype_named(c.at("dtype"));
     const Tensor t = minidl::testing::golden_tensor(c.at("input"), dt);
     const std::string want = c.at("text").get<std::string>() + "\n" + type_line(dt, t.sizes());
     EXPECT_EQ(str(t), want) << c.at("name");

@@ -8,7 +8,8 @@
 // tx+48; of a head-dim-wide tile of outputs the columns tx, tx+16, ... Two micro-kernels do all the arithmetic:
 // tile_abt (a 64x64 tile of A·Bᵀ over the head dim) and tile_ab_accumulate (a 64x64 tile times a 64xDP tile). The
 // 16 threads that share a row are 16 consecutive lanes of one warp, so a row's max and sum are warp shuffles.
-// Shared-memory rows are padded by one float: lanes reading rows tx, tx+16, ... at one column hit distinct banks.
+// Shared-memory rows are padded by four floats: they stay 16-byte aligned for vector loads, and the lanes that read
+// rows tx, tx+16, ... at one column hit distinct banks.
 //
 // Head dims are padded (with zeros, in shared memory only) to DP = 32, 64 or 128; query/key dims (E) and value
 // dims (Ev) may differ. The backward pass is two kernels: one per key tile accumulates dK and dV over the query
@@ -32,12 +33,12 @@ namespace {
 constexpr int kTile = 64;                // rows of every tile (queries and keys)
 constexpr int kThreads = 256;            // 16 x 16
 constexpr int kRowsPerThread = 4;        // rows 4·ty .. 4·ty+3 of the block's own tile
-constexpr int kScoreStride = kTile + 1;  // a 64x64 tile of scores in shared memory, padded
+constexpr int kScoreStride = kTile + 4;  // a 64x64 tile of scores in shared memory, padded (16-byte rows)
 constexpr float kNegInf = -INFINITY;
 
 template <int DP>
 struct Tiles {
-  static constexpr int kStride = DP + 1;                  // one padded row of a head-dim-wide tile
+  static constexpr int kStride = DP + 4;                  // one padded row of a head-dim-wide tile
   static constexpr int kFloats = kTile * kStride;         // one head-dim-wide tile
   static constexpr int kScoreFloats = kTile * kScoreStride;
   static constexpr int kCols = DP / 16;                   // output columns per thread
@@ -67,7 +68,14 @@ __device__ void load_tile(float* tile, const float* head, std::int64_t row_strid
   }
 }
 
-/// acc[i][j] = Σ_d A[4·ty + i][d] · B[tx + 16·j][d]: this thread's 4x4 of the 64x64 tile A·Bᵀ.
+/// Component k (0..3) of v; k is a constant once the loops around it are unrolled.
+__device__ __forceinline__ float component(const float4& v, int k) {
+  return k == 0 ? v.x : k == 1 ? v.y : k == 2 ? v.z : v.w;
+}
+
+/// acc[i][j] = Σ_d A[4·ty + i][d] · B[tx + 16·j][d]: this thread's 4x4 of the 64x64 tile A·Bᵀ. Four d at a time
+/// as 16-byte loads: the rows of B that 8 consecutive lanes read start 4 banks apart (stride DP + 4), so each
+/// quarter-warp's loads are conflict-free, and A's rows are broadcast to the 16 lanes that share them.
 template <int DP>
 __device__ __forceinline__ void tile_abt(const float* a, const float* b, float (&acc)[kRowsPerThread][4]) {
   const int ty = thread_row(), tx = thread_col();
@@ -75,36 +83,43 @@ __device__ __forceinline__ void tile_abt(const float* a, const float* b, float (
   for (int i = 0; i < kRowsPerThread; ++i)
 #pragma unroll
     for (int j = 0; j < 4; ++j) acc[i][j] = 0.f;
-#pragma unroll 8
-  for (int d = 0; d < DP; ++d) {
-    float av[kRowsPerThread], bv[4];
-#pragma unroll
-    for (int i = 0; i < kRowsPerThread; ++i) av[i] = a[(4 * ty + i) * Tiles<DP>::kStride + d];
-#pragma unroll
-    for (int j = 0; j < 4; ++j) bv[j] = b[(tx + 16 * j) * Tiles<DP>::kStride + d];
+#pragma unroll 2
+  for (int d = 0; d < DP; d += 4) {
+    float4 av[kRowsPerThread], bv[4];
 #pragma unroll
     for (int i = 0; i < kRowsPerThread; ++i)
+      av[i] = *reinterpret_cast<const float4*>(a + (4 * ty + i) * Tiles<DP>::kStride + d);
 #pragma unroll
-      for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(av[i], bv[j], acc[i][j]);
+    for (int j = 0; j < 4; ++j) bv[j] = *reinterpret_cast<const float4*>(b + (tx + 16 * j) * Tiles<DP>::kStride + d);
+#pragma unroll
+    for (int k = 0; k < 4; ++k)
+#pragma unroll
+      for (int i = 0; i < kRowsPerThread; ++i)
+#pragma unroll
+        for (int j = 0; j < 4; ++j) acc[i][j] = fmaf(component(av[i], k), component(bv[j], k), acc[i][j]);
   }
 }
 
-/// acc[i][j] += Σ_c P[4·ty + i][c] · T[c][tx + 16·j]: a 64x64 tile of weights (padded rows of kScoreStride) times
-/// a 64xDP tile, this thread's 4 x DP/16 of the result.
+/// acc[i][j] += Σ_c P[4·ty + i][c] · T[c][tx + 16·j]: a 64x64 tile of weights times a 64xDP tile, this thread's
+/// 4 x DP/16 of the result. P's rows are read four columns at a time (broadcast), T's by consecutive lanes.
 template <int DP>
 __device__ __forceinline__ void tile_ab_accumulate(const float* p, const float* t,
                                                    float (&acc)[kRowsPerThread][Tiles<DP>::kCols]) {
   const int ty = thread_row(), tx = thread_col();
-#pragma unroll 4
-  for (int c = 0; c < kTile; ++c) {
-    float pv[kRowsPerThread];
+#pragma unroll 2
+  for (int c = 0; c < kTile; c += 4) {
+    float4 pv[kRowsPerThread];
 #pragma unroll
-    for (int i = 0; i < kRowsPerThread; ++i) pv[i] = p[(4 * ty + i) * kScoreStride + c];
+    for (int i = 0; i < kRowsPerThread; ++i)
+      pv[i] = *reinterpret_cast<const float4*>(p + (4 * ty + i) * kScoreStride + c);
 #pragma unroll
-    for (int j = 0; j < Tiles<DP>::kCols; ++j) {
-      const float tv = t[c * Tiles<DP>::kStride + tx + 16 * j];
+    for (int k = 0; k < 4; ++k) {
 #pragma unroll
-      for (int i = 0; i < kRowsPerThread; ++i) acc[i][j] = fmaf(pv[i], tv, acc[i][j]);
+      for (int j = 0; j < Tiles<DP>::kCols; ++j) {
+        const float tv = t[(c + k) * Tiles<DP>::kStride + tx + 16 * j];
+#pragma unroll
+        for (int i = 0; i < kRowsPerThread; ++i) acc[i][j] = fmaf(component(pv[i], k), tv, acc[i][j]);
+      }
     }
   }
 }

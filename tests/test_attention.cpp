@@ -112,15 +112,18 @@ TEST(Attention, SdpaMatchesLoops) {
       const Tensor q = random_tensor(c.q, dtype), k = random_tensor(c.k, dtype), v = random_tensor(c.v, dtype);
       const Tensor mask = c.mask.empty() ? Tensor() : make_mask(c, dtype);
       const Tensor out = run_case(c, q, k, v, mask);
-      Shape batch = broadcast_shapes(broadcast_shapes(Shape(c.q.begin(), c.q.end() - 2), Shape(c.k.begin(), c.k.end() - 2), "t"),
-                                     Shape(c.v.begin(), c.v.end() - 2), "t");
+      Shape batch =
+          broadcast_shapes(broadcast_shapes(Shape(c.q.begin(), c.q.end() - 2), Shape(c.k.begin(), c.k.end() - 2), "t"),
+                           Shape(c.v.begin(), c.v.end() - 2), "t");
       Shape scores = batch;
       scores.push_back(c.q[c.q.size() - 2]);
       scores.push_back(c.k[c.k.size() - 2]);
       const double scale = c.scale ? *c.scale : 1.0 / std::sqrt(static_cast<double>(c.q.back()));
-      const Tensor expected = loop_attention(merged(q, batch), merged(k, batch), merged(v, batch),
-                                             mask.defined() ? mask.expand(scores).contiguous().reshape({-1, scores[scores.size() - 2], scores.back()}) : Tensor(),
-                                             c.causal, scale);
+      const Tensor expected = loop_attention(
+          merged(q, batch), merged(k, batch), merged(v, batch),
+          mask.defined() ? mask.expand(scores).contiguous().reshape({-1, scores[scores.size() - 2], scores.back()})
+                         : Tensor(),
+          c.causal, scale);
       Shape out_shape = batch;
       out_shape.push_back(c.q[c.q.size() - 2]);
       out_shape.push_back(c.v.back());
@@ -142,9 +145,7 @@ TEST(Attention, SdpaGradcheck) {
     if (grad_mask) inputs.push_back(finite_mask);
     try {
       EXPECT_TRUE(gradcheck(
-          [&](const std::vector<Tensor>& in) {
-            return run_case(c, in[0], in[1], in[2], grad_mask ? in[3] : mask);
-          },
+          [&](const std::vector<Tensor>& in) { return run_case(c, in[0], in[1], in[2], grad_mask ? in[3] : mask); },
           inputs))
           << c.name;
     } catch (const std::exception& e) {
@@ -154,7 +155,8 @@ TEST(Attention, SdpaGradcheck) {
 }
 
 TEST(Attention, FullyMaskedRowsAreZeroWithFiniteGradients) {
-  const Tensor q = leaf(random_tensor({2, 4, 3})), k = leaf(random_tensor({2, 5, 3})), v = leaf(random_tensor({2, 5, 3}));
+  const Tensor q = leaf(random_tensor({2, 4, 3})), k = leaf(random_tensor({2, 5, 3})),
+               v = leaf(random_tensor({2, 5, 3}));
   Tensor mask = gt(uniform({2, 4, 5}, 0.0, 1.0, kFloat64), 0.3);
   mask.index_put_({0, 1}, false);  // query 1 of batch 0 sees no key
   const Tensor out = F::scaled_dot_product_attention(q, k, v, mask);
@@ -191,14 +193,15 @@ TEST(Attention, SdpaNonContiguousHeadSplit) {
 }
 
 TEST(Attention, SdpaEmpty) {
-  const Tensor q = leaf(random_tensor({0, 3, 5, 4})), k = leaf(random_tensor({0, 3, 6, 4})), v = leaf(random_tensor({0, 3, 6, 2}));
+  const Tensor q = leaf(random_tensor({0, 3, 5, 4})), k = leaf(random_tensor({0, 3, 6, 4})),
+               v = leaf(random_tensor({0, 3, 6, 2}));
   const Tensor out = F::scaled_dot_product_attention(q, k, v, {}, 0.0, true);
   EXPECT_EQ(out.sizes(), (Shape{0, 3, 5, 2}));
   out.sum().backward();
   EXPECT_EQ(q.grad().sizes(), q.sizes());
   // No keys: every query gets zeros (PyTorch's math path), with a mask or without.
-  const Tensor none = F::scaled_dot_product_attention(random_tensor({2, 3, 4}), random_tensor({2, 0, 4}),
-                                                      random_tensor({2, 0, 5}));
+  const Tensor none =
+      F::scaled_dot_product_attention(random_tensor({2, 3, 4}), random_tensor({2, 0, 4}), random_tensor({2, 0, 5}));
   expect_close(none, zeros({2, 3, 5}, kFloat64), 0, 0, "S = 0");
 }
 
@@ -275,7 +278,7 @@ TEST(Attention, MultiheadMatchesDefinition) {
   const Tensor q = random_tensor({L, N, 6}), k = random_tensor({S, N, 6}), v = random_tensor({S, N, 6});
   Tensor attn = gt(uniform({L, S}, 0.0, 1.0, kFloat64), 0.8);     // true: not allowed
   Tensor padding = gt(uniform({N, S}, 0.0, 1.0, kFloat64), 0.8);  // true: ignore that key
-  attn.index_put_({indexing::Slice(), 0}, false);  // every query keeps key 0
+  attn.index_put_({indexing::Slice(), 0}, false);                 // every query keeps key 0
   padding.index_put_({indexing::Slice(), 0}, false);
   const double inf = std::numeric_limits<double>::infinity();
   const Tensor additive = where(attn, -inf, 0.0).unsqueeze(0) + where(padding, -inf, 0.0).unsqueeze(1);
@@ -299,10 +302,10 @@ TEST(Attention, MultiheadMatchesDefinition) {
 
 TEST(Attention, MultiheadVariantsAgreeAcrossPaths) {
   const std::int64_t L = 3, S = 4, N = 2;
-  for (const auto& o : {nn::MultiheadAttentionOptions(8, 2).kdim(5).vdim(3),
-                        nn::MultiheadAttentionOptions(8, 4).add_bias_kv(true),
-                        nn::MultiheadAttentionOptions(8, 2).add_zero_attn(true).bias(false),
-                        nn::MultiheadAttentionOptions(8, 1).add_bias_kv(true).add_zero_attn(true)}) {
+  for (const auto& o :
+       {nn::MultiheadAttentionOptions(8, 2).kdim(5).vdim(3), nn::MultiheadAttentionOptions(8, 4).add_bias_kv(true),
+        nn::MultiheadAttentionOptions(8, 2).add_zero_attn(true).bias(false),
+        nn::MultiheadAttentionOptions(8, 1).add_bias_kv(true).add_zero_attn(true)}) {
     nn::MultiheadAttention mha(o);
     mha->to(kFloat64);
     const Tensor q = random_tensor({L, N, 8}), k = random_tensor({S, N, o.kdim()}), v = random_tensor({S, N, o.vdim()});
@@ -403,18 +406,22 @@ TEST(AttentionGpu, FlashMatchesReference) {
   MINIDL_REQUIRE_GPU();
   cuda::set_allow_tf32(true, false);
   const Device gpu("cuda");
-  struct Dims { std::int64_t L, S, E, Ev; };
-  const std::vector<Dims> dims = {{1, 1, 64, 64},   {7, 7, 64, 64},    {129, 129, 64, 64}, {129, 7, 32, 32},
-                                  {7, 129, 128, 128}, {200, 130, 128, 128}, {65, 64, 16, 16}, {70, 90, 80, 48},
-                                  {33, 100, 24, 96}, {256, 256, 64, 64}};
+  struct Dims {
+    std::int64_t L, S, E, Ev;
+  };
+  const std::vector<Dims> dims = {{1, 1, 64, 64},     {7, 7, 64, 64},       {129, 129, 64, 64}, {129, 7, 32, 32},
+                                  {7, 129, 128, 128}, {200, 130, 128, 128}, {65, 64, 16, 16},   {70, 90, 80, 48},
+                                  {33, 100, 24, 96},  {256, 256, 64, 64}};
   for (const Dims& d : dims) {
     for (bool causal : {false, true}) {
-      const Tensor q = random_tensor({2, 3, d.L, d.E}, kFloat32).to(gpu), k = random_tensor({2, 3, d.S, d.E}, kFloat32).to(gpu);
-      const Tensor v = random_tensor({2, 3, d.S, d.Ev}, kFloat32).to(gpu), g = random_tensor({2, 3, d.L, d.Ev}, kFloat32).to(gpu);
+      const Tensor q = random_tensor({2, 3, d.L, d.E}, kFloat32).to(gpu),
+                   k = random_tensor({2, 3, d.S, d.E}, kFloat32).to(gpu);
+      const Tensor v = random_tensor({2, 3, d.S, d.Ev}, kFloat32).to(gpu),
+                   g = random_tensor({2, 3, d.L, d.Ev}, kFloat32).to(gpu);
       const auto fused = with_flash(true, [&] { return forward_backward(q, k, v, g, causal); });
       const auto ref = with_flash(false, [&] { return forward_backward(q, k, v, g, causal); });
       const std::string what = "L " + std::to_string(d.L) + " S " + std::to_string(d.S) + " E " + std::to_string(d.E) +
-                                " Ev " + std::to_string(d.Ev) + (causal ? " causal" : "");
+                               " Ev " + std::to_string(d.Ev) + (causal ? " causal" : "");
       const char* names[] = {"out", "dq", "dk", "dv"};
       for (int i = 0; i < 4; ++i) expect_close(fused[i], ref[i], 1e-4, 1e-5, what + " " + names[i]);
     }
@@ -444,6 +451,18 @@ TEST(AttentionGpu, FlashNonContiguousAndBatchShapes) {
     const auto r = with_flash(false, [&] { return forward_backward(q, k, v, gg, false); });
     for (int i = 0; i < 4; ++i) expect_close(f[i], r[i], 1e-4, 1e-5, "batch " + shape_str(batch));
   }
+}
+
+TEST(AttentionGpu, EmptyBatch) {
+  MINIDL_REQUIRE_GPU();
+  const Device gpu("cuda");
+  const Tensor q = leaf(random_tensor({0, 3, 5, 64}, kFloat32).to(gpu));
+  const Tensor k = leaf(random_tensor({0, 3, 6, 64}, kFloat32).to(gpu));
+  const Tensor v = leaf(random_tensor({0, 3, 6, 64}, kFloat32).to(gpu));
+  const Tensor out = F::scaled_dot_product_attention(q, k, v, {}, 0.0, true);
+  EXPECT_EQ(out.sizes(), (Shape{0, 3, 5, 64}));
+  out.sum().backward();
+  EXPECT_EQ(k.grad().sizes(), k.sizes());
 }
 
 TEST(AttentionGpu, CpuVsGpu) {

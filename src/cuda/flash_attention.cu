@@ -38,10 +38,10 @@ constexpr float kNegInf = -INFINITY;
 
 template <int DP>
 struct Tiles {
-  static constexpr int kStride = DP + 4;                  // one padded row of a head-dim-wide tile
-  static constexpr int kFloats = kTile * kStride;         // one head-dim-wide tile
+  static constexpr int kStride = DP + 4;           // one padded row of a head-dim-wide tile
+  static constexpr int kFloats = kTile * kStride;  // one head-dim-wide tile
   static constexpr int kScoreFloats = kTile * kScoreStride;
-  static constexpr int kCols = DP / 16;                   // output columns per thread
+  static constexpr int kCols = DP / 16;  // output columns per thread
   static constexpr std::size_t forward_bytes() { return (3 * kFloats + kScoreFloats) * sizeof(float); }
   static constexpr std::size_t dq_bytes() { return (4 * kFloats + kScoreFloats) * sizeof(float); }
   static constexpr std::size_t dkdv_bytes() { return (4 * kFloats + 2 * kScoreFloats) * sizeof(float); }
@@ -323,7 +323,7 @@ __global__ void __launch_bounds__(kThreads)
     load_tile<DP>(dos, doh, dout.row_stride, q0, s.L, s.Ev);
     __syncthreads();
     float st[kRowsPerThread][4], dpt[kRowsPerThread][4];
-    tile_abt<DP>(ks, qs, st);   // (Q·Kᵀ)ᵀ: rows are keys, columns queries
+    tile_abt<DP>(ks, qs, st);    // (Q·Kᵀ)ᵀ: rows are keys, columns queries
     tile_abt<DP>(vs, dos, dpt);  // (dO·Vᵀ)ᵀ
 #pragma unroll
     for (int j = 0; j < 4; ++j) {
@@ -364,8 +364,7 @@ void allow_shared_memory() {
                                          static_cast<int>(Tiles<DP>::forward_bytes())));
   MINIDL_CUDA_CHECK(cudaFuncSetAttribute(flash_backward_dq_kernel<DP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(Tiles<DP>::dq_bytes())));
-  MINIDL_CUDA_CHECK(cudaFuncSetAttribute(flash_backward_dkdv_kernel<DP>,
-                                         cudaFuncAttributeMaxDynamicSharedMemorySize,
+  MINIDL_CUDA_CHECK(cudaFuncSetAttribute(flash_backward_dkdv_kernel<DP>, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                          static_cast<int>(Tiles<DP>::dkdv_bytes())));
 }
 
@@ -402,9 +401,8 @@ int tiles(int rows) { return (rows + kTile - 1) / kTile; }
 
 }  // namespace
 
-void flash_attention_forward(const FlashAttentionShape& s, AttentionRows<const float*> q,
-                             AttentionRows<const float*> k, AttentionRows<const float*> v, AttentionRows<float*> out,
-                             float* lse) {
+void flash_attention_forward(const FlashAttentionShape& s, AttentionRows<const float*> q, AttentionRows<const float*> k,
+                             AttentionRows<const float*> v, AttentionRows<float*> out, float* lse) {
   setup_device();
   const dim3 grid(static_cast<unsigned>(s.batch * s.heads), static_cast<unsigned>(tiles(s.L)));
   with_head_dim(s, [&](auto dp) {
@@ -425,8 +423,8 @@ void flash_attention_backward(const FlashAttentionShape& s, AttentionRows<const 
     flash_backward_dkdv_kernel<DP><<<dim3(heads, tiles(s.S)), kThreads, Tiles<DP>::dkdv_bytes(), stream()>>>(
         s, q, k, v, dout, lse, delta, dk, dv);
     MINIDL_CUDA_KERNEL_CHECK();
-    flash_backward_dq_kernel<DP><<<dim3(heads, tiles(s.L)), kThreads, Tiles<DP>::dq_bytes(), stream()>>>(
-        s, q, k, v, dout, lse, delta, dq);
+    flash_backward_dq_kernel<DP>
+        <<<dim3(heads, tiles(s.L)), kThreads, Tiles<DP>::dq_bytes(), stream()>>>(s, q, k, v, dout, lse, delta, dq);
     MINIDL_CUDA_KERNEL_CHECK();
   });
 }

@@ -31,9 +31,8 @@ constexpr std::int64_t kFlashMaxRows = 65535 * 64;
 
 /// float32. Writes out (batch, heads, L, Ev) and lse (batch * heads * L, contiguous): the natural log of each
 /// query's softmax denominator after the scale, what the backward pass recomputes the probabilities from.
-void flash_attention_forward(const FlashAttentionShape& s, AttentionRows<const float*> q,
-                             AttentionRows<const float*> k, AttentionRows<const float*> v, AttentionRows<float*> out,
-                             float* lse);
+void flash_attention_forward(const FlashAttentionShape& s, AttentionRows<const float*> q, AttentionRows<const float*> k,
+                             AttentionRows<const float*> v, AttentionRows<float*> out, float* lse);
 
 /// float32. From the forward's inputs, lse, dout and delta = rowsum(dout * out) (batch * heads * L, contiguous),
 /// overwrites dq, dk and dv (each in its input's shape): dk and dv from one pass per key tile, dq from one per

@@ -13,8 +13,8 @@
 #include "minidl/factories.h"
 #include "minidl/joining.h"
 #include "minidl/linalg.h"
-#include "minidl/reduction.h"
 #include "minidl/nn/functional.h"
+#include "minidl/reduction.h"
 #if MINIDL_CUDA_ENABLED
 #include "cuda/flash_attention.h"
 #endif
@@ -107,8 +107,8 @@ Tensor reference_attention(const Tensor& q, const Tensor& k, const Tensor& v, co
 bool flash_applies(const Tensor& q, const Tensor& k, const Tensor& v, const Tensor& mask, double dropout_p) {
   const auto rows_fit = [](std::int64_t n) { return n > 0 && n <= gpu::kFlashMaxRows; };
   return q.device().is_cuda() && cuda::flash_attention_enabled() && q.dtype() == kFloat32 && !mask.defined() &&
-         dropout_p == 0.0 && batch_shape(q) == batch_shape(k) && batch_shape(q) == batch_shape(v) &&
-         q.numel() > 0 && rows_fit(q.size(-2)) && rows_fit(k.size(-2)) && q.size(-1) <= gpu::kFlashMaxHeadDim &&
+         dropout_p == 0.0 && batch_shape(q) == batch_shape(k) && batch_shape(q) == batch_shape(v) && q.numel() > 0 &&
+         rows_fit(q.size(-2)) && rows_fit(k.size(-2)) && q.size(-1) <= gpu::kFlashMaxHeadDim &&
          v.size(-1) <= gpu::kFlashMaxHeadDim && v.size(-1) > 0;
 }
 

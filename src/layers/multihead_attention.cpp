@@ -7,9 +7,9 @@
 #include "minidl/factories.h"
 #include "minidl/joining.h"
 #include "minidl/linalg.h"
-#include "minidl/reduction.h"
 #include "minidl/nn/init.h"
 #include "minidl/nn/modules/attention.h"
+#include "minidl/reduction.h"
 #include "ops/op_utils.h"
 
 namespace minidl {
@@ -47,8 +47,8 @@ MultiheadAttentionImpl::MultiheadAttentionImpl(MultiheadAttentionOptions o)
     : Module("MultiheadAttention"), options(std::move(o)) {
   const std::int64_t e = options.embed_dim(), h = options.num_heads();
   MINIDL_CHECK(e > 0 && h > 0 && options.kdim() > 0 && options.vdim() > 0, ValueError, kModule,
-               ": embed_dim, num_heads, kdim and vdim must be positive, found ", e, ", ", h, ", ", options.kdim(),
-               ", ", options.vdim());
+               ": embed_dim, num_heads, kdim and vdim must be positive, found ", e, ", ", h, ", ", options.kdim(), ", ",
+               options.vdim());
   MINIDL_CHECK(e % h == 0, ValueError, kModule, ": embed_dim (", e, ") must be divisible by num_heads (", h, ")");
   MINIDL_CHECK(options.dropout() >= 0.0 && options.dropout() <= 1.0, ValueError, kModule,
                ": dropout must be in [0, 1], found ", options.dropout());
@@ -86,10 +86,9 @@ void MultiheadAttentionImpl::reset_parameters() {
   if (bias_v.defined()) init::xavier_normal_(bias_v);
 }
 
-std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, const Tensor& key,
-                                                           const Tensor& value, const Tensor& key_padding_mask,
-                                                           bool need_weights, const Tensor& attn_mask_in,
-                                                           bool average_attn_weights) {
+std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, const Tensor& key, const Tensor& value,
+                                                           const Tensor& key_padding_mask, bool need_weights,
+                                                           const Tensor& attn_mask_in, bool average_attn_weights) {
   ops::check_defined(query, kModule, "query");
   ops::check_defined(key, kModule, "key");
   ops::check_defined(value, kModule, "value");
@@ -98,8 +97,8 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, 
                ": query, key and value must be (L, N, E), (S, N, kdim) and (S, N, vdim), found shapes ",
                shape_str(query.sizes()), ", ", shape_str(key.sizes()), " and ", shape_str(value.sizes()));
   const std::int64_t L = query.size(0), N = query.size(1);
-  MINIDL_CHECK(query.size(2) == E, ValueError, kModule, ": query's last dim must be embed_dim ", E,
-               ", found shape ", shape_str(query.sizes()));
+  MINIDL_CHECK(query.size(2) == E, ValueError, kModule, ": query's last dim must be embed_dim ", E, ", found shape ",
+               shape_str(query.sizes()));
   MINIDL_CHECK(key.size(2) == options.kdim() && value.size(2) == options.vdim(), ValueError, kModule,
                ": key's and value's last dims must be kdim ", options.kdim(), " and vdim ", options.vdim(),
                ", found shapes ", shape_str(key.sizes()), " and ", shape_str(value.sizes()));
@@ -125,11 +124,12 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, 
   Tensor attn_mask = additive_mask(attn_mask_in, q, "attn_mask");
   if (attn_mask.defined()) {
     const std::int64_t S0 = key.size(0);
-    const bool ok = (attn_mask.dim() == 2 && attn_mask.size(0) == L && attn_mask.size(1) == S0) ||
-                    (attn_mask.dim() == 3 && attn_mask.size(0) == N * H && attn_mask.size(1) == L &&
-                     attn_mask.size(2) == S0);
-    MINIDL_CHECK(ok, ValueError, kModule, ": attn_mask must be (L, S) = (", L, ", ", S0, ") or (N * num_heads, L, S) = (",
-                 N * H, ", ", L, ", ", S0, "), found shape ", shape_str(attn_mask_in.sizes()));
+    const bool ok =
+        (attn_mask.dim() == 2 && attn_mask.size(0) == L && attn_mask.size(1) == S0) ||
+        (attn_mask.dim() == 3 && attn_mask.size(0) == N * H && attn_mask.size(1) == L && attn_mask.size(2) == S0);
+    MINIDL_CHECK(ok, ValueError, kModule, ": attn_mask must be (L, S) = (", L, ", ", S0,
+                 ") or (N * num_heads, L, S) = (", N * H, ", ", L, ", ", S0, "), found shape ",
+                 shape_str(attn_mask_in.sizes()));
     if (attn_mask.dim() == 2) attn_mask = attn_mask.unsqueeze(0);
   }
   Tensor padding = additive_mask(key_padding_mask, q, "key_padding_mask");
@@ -172,7 +172,8 @@ std::tuple<Tensor, Tensor> MultiheadAttentionImpl::forward(const Tensor& query, 
     if (average_attn_weights) weights = weights.mean({1});
     out = out.transpose(0, 1).reshape({L, N, E});
   } else {
-    if (attn_mask.defined()) attn_mask = attn_mask.size(0) == 1 ? attn_mask.unsqueeze(0) : attn_mask.reshape({N, H, -1, S});
+    if (attn_mask.defined())
+      attn_mask = attn_mask.size(0) == 1 ? attn_mask.unsqueeze(0) : attn_mask.reshape({N, H, -1, S});
     out = F::scaled_dot_product_attention(q.reshape({N, H, L, head_dim}), k.reshape({N, H, S, head_dim}),
                                           v.reshape({N, H, S, head_dim}), attn_mask, p);
     out = out.permute({2, 0, 1, 3}).reshape({L, N, E});

@@ -15,9 +15,9 @@ struct MultiheadAttentionOptions {
       : embed_dim_(embed_dim), num_heads_(num_heads), kdim_(embed_dim), vdim_(embed_dim) {}
   MINIDL_ARG(std::int64_t, embed_dim);
   MINIDL_ARG(std::int64_t, num_heads);
-  MINIDL_ARG(double, dropout) = 0.0;  // on the attention weights, in training mode
-  MINIDL_ARG(bool, bias) = true;      // in_proj_bias and out_proj.bias
-  MINIDL_ARG(bool, add_bias_kv) = false;  // learned bias_k, bias_v appended to the key and value sequences
+  MINIDL_ARG(double, dropout) = 0.0;        // on the attention weights, in training mode
+  MINIDL_ARG(bool, bias) = true;            // in_proj_bias and out_proj.bias
+  MINIDL_ARG(bool, add_bias_kv) = false;    // learned bias_k, bias_v appended to the key and value sequences
   MINIDL_ARG(bool, add_zero_attn) = false;  // a zero key and value appended after the projection
   MINIDL_ARG(std::int64_t, kdim);
   MINIDL_ARG(std::int64_t, vdim);

@@ -160,10 +160,11 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool i
                                rows_of<float*>(as_4d(out)), lse.data_ptr<float>());
   const autograd::SavedTensor sq(q4, kOp), sk(k4, kOp), sv(v4, kOp), so(out, kOp);
   const bool need_q = q.requires_grad(), need_k = k.requires_grad(), need_v = v.requires_grad();
+  const Shape q_shape = q.sizes(), k_shape = k.sizes(), v_shape = v.sizes();
   return autograd::record(out, "ScaledDotProductFlashAttentionBackward", {q, k, v}, [=](const Tensor& g) {
     const Tensor q4 = sq.get(), k4 = sk.get(), v4 = sv.get();
     const Tensor delta = ops::dense((g * so.get()).sum({-1}));  // rowsum(dout * out), (batch..., L)
-    const Tensor dq = ops::empty_as(q.sizes(), g), dk = ops::empty_as(k.sizes(), g), dv = ops::empty_as(v.sizes(), g);
+    const Tensor dq = ops::empty_as(q_shape, g), dk = ops::empty_as(k_shape, g), dv = ops::empty_as(v_shape, g);
     gpu::DeviceGuard guard(g.device().index());
     gpu::flash_attention_backward(s, rows_of<const float*>(q4), rows_of<const float*>(k4), rows_of<const float*>(v4),
                                   rows_of<const float*>(as_4d(g)), lse.data_ptr<float>(), delta.data_ptr<float>(),

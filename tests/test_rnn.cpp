@@ -30,14 +30,28 @@ struct Config {
 std::shared_ptr<nn::Module> make_layer(Kind k, const Config& c) {
   switch (k) {
     case Kind::LSTM:
-      return nn::LSTM(nn::LSTMOptions(c.input, c.hidden).num_layers(c.layers).bidirectional(c.bidirectional)
-                          .batch_first(c.batch_first).bias(c.bias).dropout(c.dropout)).ptr();
+      return nn::LSTM(nn::LSTMOptions(c.input, c.hidden)
+                          .num_layers(c.layers)
+                          .bidirectional(c.bidirectional)
+                          .batch_first(c.batch_first)
+                          .bias(c.bias)
+                          .dropout(c.dropout))
+          .ptr();
     case Kind::GRU:
-      return nn::GRU(nn::GRUOptions(c.input, c.hidden).num_layers(c.layers).bidirectional(c.bidirectional)
-                         .batch_first(c.batch_first).bias(c.bias).dropout(c.dropout)).ptr();
+      return nn::GRU(nn::GRUOptions(c.input, c.hidden)
+                         .num_layers(c.layers)
+                         .bidirectional(c.bidirectional)
+                         .batch_first(c.batch_first)
+                         .bias(c.bias)
+                         .dropout(c.dropout))
+          .ptr();
     default:
-      return nn::RNN(nn::RNNOptions(c.input, c.hidden).num_layers(c.layers).bidirectional(c.bidirectional)
-                         .batch_first(c.batch_first).bias(c.bias).dropout(c.dropout)
+      return nn::RNN(nn::RNNOptions(c.input, c.hidden)
+                         .num_layers(c.layers)
+                         .bidirectional(c.bidirectional)
+                         .batch_first(c.batch_first)
+                         .bias(c.bias)
+                         .dropout(c.dropout)
                          .nonlinearity(k == Kind::Relu ? nn::RNNNonlinearity(kReLU) : nn::RNNNonlinearity(kTanh)))
           .ptr();
   }
@@ -142,9 +156,24 @@ Shape input_shape(const Config& c, i64 T, i64 B) { return c.batch_first ? Shape{
 
 TEST(RnnGradcheck, SequenceLayers) {
   const Config configs[] = {
-      [] { Config c; c.layers = 2; c.bidirectional = true; c.batch_first = true; return c; }(),
-      [] { Config c; c.layers = 2; return c; }(),
-      [] { Config c; c.bidirectional = true; c.bias = false; return c; }(),
+      [] {
+        Config c;
+        c.layers = 2;
+        c.bidirectional = true;
+        c.batch_first = true;
+        return c;
+      }(),
+      [] {
+        Config c;
+        c.layers = 2;
+        return c;
+      }(),
+      [] {
+        Config c;
+        c.bidirectional = true;
+        c.bias = false;
+        return c;
+      }(),
   };
   const i64 T = 3, B = 2;
   for (Kind k : kKinds) {
@@ -162,8 +191,8 @@ TEST(RnnGradcheck, SequenceLayers) {
         for (const Tensor& p : m->parameters()) inputs.push_back(p);
         EXPECT_TRUE(gradcheck(
             [&](const std::vector<Tensor>& in) {
-              return flat(run_layer(*m, k, in[0], states ? in[1] : Tensor(),
-                                    states && k == Kind::LSTM ? in[2] : Tensor()));
+              return flat(
+                  run_layer(*m, k, in[0], states ? in[1] : Tensor(), states && k == Kind::LSTM ? in[2] : Tensor()));
             },
             inputs));
       }
@@ -305,9 +334,9 @@ TEST(RnnFused, CellsMatchComposedStep) {
 TEST(RnnModules, ParameterNamesShapesAndInit) {
   nn::LSTM lstm(nn::LSTMOptions(3, 5).num_layers(2).bidirectional(true));
   const std::vector<std::string> names = {
-      "weight_ih_l0", "weight_hh_l0", "bias_ih_l0", "bias_hh_l0",
+      "weight_ih_l0",         "weight_hh_l0",         "bias_ih_l0",         "bias_hh_l0",
       "weight_ih_l0_reverse", "weight_hh_l0_reverse", "bias_ih_l0_reverse", "bias_hh_l0_reverse",
-      "weight_ih_l1", "weight_hh_l1", "bias_ih_l1", "bias_hh_l1",
+      "weight_ih_l1",         "weight_hh_l1",         "bias_ih_l1",         "bias_hh_l1",
       "weight_ih_l1_reverse", "weight_hh_l1_reverse", "bias_ih_l1_reverse", "bias_hh_l1_reverse"};
   const auto np = lstm->named_parameters();
   ASSERT_EQ(np.size(), names.size());
@@ -317,8 +346,9 @@ TEST(RnnModules, ParameterNamesShapesAndInit) {
     const Tensor& p = np[i].second;
     const std::string& n = names[i];
     const i64 in = n.rfind("weight_ih_l1", 0) == 0 ? 10 : 3;
-    const Shape want = n.rfind("weight_ih", 0) == 0 ? Shape{20, in} : n.rfind("weight_hh", 0) == 0 ? Shape{20, 5}
-                                                                                                 : Shape{20};
+    const Shape want = n.rfind("weight_ih", 0) == 0   ? Shape{20, in}
+                       : n.rfind("weight_hh", 0) == 0 ? Shape{20, 5}
+                                                      : Shape{20};
     EXPECT_EQ(p.sizes(), want) << n;
     EXPECT_LE(max(abs(p)).item<double>(), bound) << n;
     EXPECT_GT(max(abs(p)).item<double>(), bound * 0.5) << n << ": not spread over U(-bound, bound)";
@@ -545,17 +575,18 @@ TEST(RnnGolden, MatchesPyTorch) {
     const i64 in = o["input_size"], hidden = o["hidden_size"];
     const bool bias = o["bias"];
     std::shared_ptr<nn::Module> m;
-    Kind k = module == "LSTM" || module == "LSTMCell" ? Kind::LSTM
-             : module == "GRU" || module == "GRUCell" ? Kind::GRU
+    Kind k = module == "LSTM" || module == "LSTMCell"                 ? Kind::LSTM
+             : module == "GRU" || module == "GRUCell"                 ? Kind::GRU
              : o.value("nonlinearity", std::string("tanh")) == "relu" ? Kind::Relu
-                                                                        : Kind::Tanh;
+                                                                      : Kind::Tanh;
     const bool cell = module.find("Cell") != std::string::npos;
     if (cell) {
       if (k == Kind::LSTM) m = nn::LSTMCell(nn::LSTMCellOptions(in, hidden).bias(bias)).ptr();
       if (k == Kind::GRU) m = nn::GRUCell(nn::GRUCellOptions(in, hidden).bias(bias)).ptr();
       if (k == Kind::Tanh || k == Kind::Relu) {
-        m = nn::RNNCell(nn::RNNCellOptions(in, hidden).bias(bias).nonlinearity(
-                            k == Kind::Relu ? nn::RNNNonlinearity(kReLU) : nn::RNNNonlinearity(kTanh)))
+        m = nn::RNNCell(nn::RNNCellOptions(in, hidden)
+                            .bias(bias)
+                            .nonlinearity(k == Kind::Relu ? nn::RNNNonlinearity(kReLU) : nn::RNNNonlinearity(kTanh)))
                 .ptr();
       }
     } else {

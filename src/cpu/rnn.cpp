@@ -9,15 +9,22 @@ namespace {
 /// About the cycles of one element: a few exp / tanh and a dozen multiply-adds.
 constexpr double kCellCost = 60.0;
 
-template <class F> void for_each_element(const F& f) {
+template <class F>
+void for_each_element(const F& f) {
   parallel_for(f.numel(), kCellCost, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t e = begin; e < end; ++e) f(e);
   });
 }
 }  // namespace
 
-template <class T> void rnn_cell_forward(const kernels::RnnCellForward<T>& f) { for_each_element(f); }
-template <class T> void rnn_cell_backward(const kernels::RnnCellBackward<T>& f) { for_each_element(f); }
+template <class T>
+void rnn_cell_forward(const kernels::RnnCellForward<T>& f) {
+  for_each_element(f);
+}
+template <class T>
+void rnn_cell_backward(const kernels::RnnCellBackward<T>& f) {
+  for_each_element(f);
+}
 
 template void rnn_cell_forward<float>(const kernels::RnnCellForward<float>&);
 template void rnn_cell_forward<double>(const kernels::RnnCellForward<double>&);

@@ -7,10 +7,12 @@
 namespace minidl {
 namespace gpu {
 namespace {
-template <class F> __global__ void rnn_cell_kernel(F f, i64 n) {
+template <class F>
+__global__ void rnn_cell_kernel(F f, i64 n) {
   GRID_STRIDE(e, n) f(e);
 }
-template <class F> void launch_cell(const F& f) {
+template <class F>
+void launch_cell(const F& f) {
   const i64 n = f.numel();
   if (n == 0) return;
   rnn_cell_kernel<<<blocks_for(n), kThreads, 0, stream()>>>(f, n);
@@ -18,8 +20,14 @@ template <class F> void launch_cell(const F& f) {
 }
 }  // namespace
 
-template <class T> void rnn_cell_forward(const kernels::RnnCellForward<T>& f) { launch_cell(f); }
-template <class T> void rnn_cell_backward(const kernels::RnnCellBackward<T>& f) { launch_cell(f); }
+template <class T>
+void rnn_cell_forward(const kernels::RnnCellForward<T>& f) {
+  launch_cell(f);
+}
+template <class T>
+void rnn_cell_backward(const kernels::RnnCellBackward<T>& f) {
+  launch_cell(f);
+}
 
 template void rnn_cell_forward<float>(const kernels::RnnCellForward<float>&);
 template void rnn_cell_forward<double>(const kernels::RnnCellForward<double>&);

@@ -23,7 +23,8 @@ struct Slots {
   i64 prev(i64 t) const { return reverse ? t + 1 : t; }
   /// The time index of the s-th step run.
   i64 time(i64 s) const { return reverse ? T - 1 - s : s; }
-  template <class T> T* state(const Tensor& z, i64 p, i64 slot) const {
+  template <class T>
+  T* state(const Tensor& z, i64 p, i64 slot) const {
     return z.data_ptr<T>() + (p * (this->T + 1) + slot) * B * H;
   }
 };
@@ -45,9 +46,9 @@ Tensor rnn_recurrence(RnnMode mode, const Tensor& gx, const Tensor& w_hh_in, con
   const Tensor w_hh = ops::dense(w_hh_in), b_hh = ops::dense(b_hh_in);
   const bool lstm = mode == RnnMode::LSTM, gru = mode == RnnMode::GRU;
   const i64 T = gx.size(0), B = gx.size(1), G = w_hh.size(0), H = w_hh.size(1);
-  MINIDL_CHECK(gx.is_contiguous() && gx.dim() == 3 && gx.size(2) == G && G == kernels::rnn_gates(mode) * H,
-               ValueError, name, ": internal error, input projection of shape ", shape_str(gx.sizes()),
-               " for weight_hh of shape ", shape_str(w_hh.sizes()));
+  MINIDL_CHECK(gx.is_contiguous() && gx.dim() == 3 && gx.size(2) == G && G == kernels::rnn_gates(mode) * H, ValueError,
+               name, ": internal error, input projection of shape ", shape_str(gx.sizes()), " for weight_hh of shape ",
+               shape_str(w_hh.sizes()));
   const Slots sl{T, B, H, reverse};
   const i64 P = lstm ? 2 : 1, R = kernels::rnn_reserve_gates(mode) * H;
   const bool records = autograd::grad_mode_enabled() &&

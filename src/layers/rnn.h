@@ -14,8 +14,8 @@ namespace layers {
 /// input t), so the layer's output is a narrow of z[0] and the final states selects of it. One node records the
 /// whole sequence; its backward runs the steps in reverse order (one pointwise kernel and one matmul each) and
 /// then W_hh's gradient as one matmul over all steps. `name` names the module in errors.
-Tensor rnn_recurrence(kernels::RnnMode mode, const Tensor& gx, const Tensor& w_hh, const Tensor& b_hh,
-                      const Tensor& h0, const Tensor& c0, bool reverse, const char* name);
+Tensor rnn_recurrence(kernels::RnnMode mode, const Tensor& gx, const Tensor& w_hh, const Tensor& b_hh, const Tensor& h0,
+                      const Tensor& c0, bool reverse, const char* name);
 
 }  // namespace layers
 }  // namespace minidl

@@ -59,8 +59,12 @@ void check_state(const std::string& name, const char* what, const Tensor& s, con
 }
 
 RNNOptionsBase base_options(i64 in, i64 hidden, i64 layers, bool bias, bool batch_first, double dropout, bool bidir) {
-  return RNNOptionsBase(in, hidden).num_layers(layers).bias(bias).batch_first(batch_first).dropout(dropout).bidirectional(
-      bidir);
+  return RNNOptionsBase(in, hidden)
+      .num_layers(layers)
+      .bias(bias)
+      .batch_first(batch_first)
+      .dropout(dropout)
+      .bidirectional(bidir);
 }
 
 }  // namespace
@@ -141,9 +145,9 @@ std::tuple<Tensor, Tensor, Tensor> RNNImplBase::run(const Tensor& input, const T
       const std::vector<Tensor>& w = flat_[static_cast<std::size_t>(l * D + d)];
       const Tensor gx = F::linear(layer_in, w[0], w[2]).contiguous();  // every step's x W_ih^T + b_ih at once
       const bool reverse = d == 1;
-      const Tensor z = layers::rnn_recurrence(kernel_mode(mode_), gx, w[1], w[3],
-                                              h0.defined() ? h0.select(0, l * D + d) : Tensor(),
-                                              c0.defined() ? c0.select(0, l * D + d) : Tensor(), reverse, n.c_str());
+      const Tensor z =
+          layers::rnn_recurrence(kernel_mode(mode_), gx, w[1], w[3], h0.defined() ? h0.select(0, l * D + d) : Tensor(),
+                                 c0.defined() ? c0.select(0, l * D + d) : Tensor(), reverse, n.c_str());
       const Tensor hs = z.select(0, 0);
       outs.push_back(hs.narrow(0, reverse ? 0 : 1, T));
       hn.push_back(hs.select(0, reverse ? 0 : T));
@@ -189,8 +193,8 @@ std::tuple<Tensor, Tensor> RNNCellImplBase::step(const Tensor& input, const Tens
   MINIDL_CHECK(input.defined() && (input.dim() == 1 || input.dim() == 2), ValueError, n,
                ": expected input of 1 (unbatched) or 2 (batched) dimensions, found shape ",
                input.defined() ? shape_str(input.sizes()) : "undefined");
-  MINIDL_CHECK(input.size(-1) == input_size_, ValueError, n, ": expected input.size(-1) to be input_size ",
-               input_size_, ", found shape ", shape_str(input.sizes()));
+  MINIDL_CHECK(input.size(-1) == input_size_, ValueError, n, ": expected input.size(-1) to be input_size ", input_size_,
+               ", found shape ", shape_str(input.sizes()));
   ops::check_same(input, weight_ih, (n + " input").c_str());
   const bool batched = input.dim() == 2;
   const Tensor x = batched ? input : input.unsqueeze(0);
@@ -213,8 +217,8 @@ std::tuple<Tensor, Tensor> RNNCellImplBase::step(const Tensor& input, const Tens
 
 RNNImpl::RNNImpl(const RNNOptions& o)
     : RNNImplBase("RNN", nonlinearity_mode(o.nonlinearity()),
-                  base_options(o.input_size(), o.hidden_size(), o.num_layers(), o.bias(), o.batch_first(),
-                               o.dropout(), o.bidirectional())),
+                  base_options(o.input_size(), o.hidden_size(), o.num_layers(), o.bias(), o.batch_first(), o.dropout(),
+                               o.bidirectional())),
       options(o) {}
 std::tuple<Tensor, Tensor> RNNImpl::forward(const Tensor& input, Tensor hx) {
   auto [out, h_n, c_n] = run(input, hx, Tensor());
@@ -223,8 +227,8 @@ std::tuple<Tensor, Tensor> RNNImpl::forward(const Tensor& input, Tensor hx) {
 
 LSTMImpl::LSTMImpl(const LSTMOptions& o)
     : RNNImplBase("LSTM", detail::RNNMode::LSTM,
-                  base_options(o.input_size(), o.hidden_size(), o.num_layers(), o.bias(), o.batch_first(),
-                               o.dropout(), o.bidirectional())),
+                  base_options(o.input_size(), o.hidden_size(), o.num_layers(), o.bias(), o.batch_first(), o.dropout(),
+                               o.bidirectional())),
       options(o) {}
 std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTMImpl::forward(const Tensor& input,
                                                                  std::optional<std::tuple<Tensor, Tensor>> hx) {
@@ -236,8 +240,8 @@ std::tuple<Tensor, std::tuple<Tensor, Tensor>> LSTMImpl::forward(const Tensor& i
 
 GRUImpl::GRUImpl(const GRUOptions& o)
     : RNNImplBase("GRU", detail::RNNMode::GRU,
-                  base_options(o.input_size(), o.hidden_size(), o.num_layers(), o.bias(), o.batch_first(),
-                               o.dropout(), o.bidirectional())),
+                  base_options(o.input_size(), o.hidden_size(), o.num_layers(), o.bias(), o.batch_first(), o.dropout(),
+                               o.bidirectional())),
       options(o) {}
 std::tuple<Tensor, Tensor> GRUImpl::forward(const Tensor& input, Tensor hx) {
   auto [out, h_n, c_n] = run(input, hx, Tensor());

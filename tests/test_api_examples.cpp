@@ -400,6 +400,27 @@ TEST(ApiExamples, FusedLayers) {
   expect_close(y, relu(nn::functional::conv2d(x, conv1->weight, conv1->bias)), 0.0, 0.0, "ConvReLU2d");
 }
 
+TEST(ApiExamples, RecurrentLayers) {
+  nn::LSTM lstm(nn::LSTMOptions(32, 64).num_layers(2).batch_first(true).bidirectional(true));
+  auto [out, state] = lstm(randn({8, 100, 32}));         // out (8, 100, 128)
+  auto [h_n, c_n] = state;                               // (4, 8, 64) each
+  auto [out2, h2] = nn::GRU(32, 64)(randn({100, 8, 32}), zeros({1, 8, 64}));
+  nn::LSTMCell cell(32, 64);
+  auto [h, c] = cell(randn({8, 32}));                    // then cell(x, std::make_tuple(h, c))
+
+  EXPECT_EQ(out.sizes(), (Shape{8, 100, 128}));
+  EXPECT_EQ(h_n.sizes(), (Shape{4, 8, 64}));
+  EXPECT_EQ(c_n.sizes(), (Shape{4, 8, 64}));
+  EXPECT_EQ(out2.sizes(), (Shape{100, 8, 64}));
+  EXPECT_EQ(h2.sizes(), (Shape{1, 8, 64}));
+  expect_close(h2.select(0, 0), out2.select(0, 99), 0.0, 0.0, "GRU h_n is the last output");
+  // The last layer's forward final state is the output's last step, its reverse one the first step's.
+  expect_close(h_n.select(0, 2), out.select(1, 99).narrow(1, 0, 64), 0.0, 0.0, "LSTM forward h_n");
+  expect_close(h_n.select(0, 3), out.select(1, 0).narrow(1, 64, 64), 0.0, 0.0, "LSTM reverse h_n");
+  EXPECT_EQ(h.sizes(), (Shape{8, 64}));
+  EXPECT_EQ(c.sizes(), (Shape{8, 64}));
+}
+
 TEST(ApiExamples, Optim) {
   manual_seed(0);
   Mlp model(10, 32, 3);

@@ -21,6 +21,7 @@
 #include "kernels/optim_update.h"
 #include "kernels/params.h"
 #include "kernels/reduce.h"
+#include "kernels/rnn_cell.h"
 #include "kernels/scan.h"
 #include "minidl/config.h"
 #include "minidl/tensor.h"
@@ -266,12 +267,21 @@
   void batch_norm_backward(const kernels::BatchNormParams& p, const T* x, const T* dy, const T* gamma,               \
                            const T* save_mean, const T* save_invstd, T* dx, T* dgamma, T* dbeta);
 
+// ---- rnn: src/cpu/rnn.cpp, src/cuda/rnn.cu (the formulas: kernels/rnn_cell.h) ---------------------------------
+// One time step's pointwise gate math of nn::RNN / LSTM / GRU and their cells: f(e) for every element e < f.numel()
+// of the (batch, hidden) state, T float or double, pointers on the kernel's device.
+#define MINIDL_RNN_KERNELS                                                                                           \
+  template <class T>                                                                                                 \
+  void rnn_cell_forward(const kernels::RnnCellForward<T>& f);                                                        \
+  template <class T>                                                                                                 \
+  void rnn_cell_backward(const kernels::RnnCellBackward<T>& f);
+
 // Every family, declared once for each backend.
 #define MINIDL_BACKEND_KERNELS                                                                                       \
   MINIDL_COPY_KERNELS MINIDL_RANGE_KERNELS MINIDL_RANDOM_KERNELS MINIDL_ELEMENTWISE_KERNELS MINIDL_REDUCE_KERNELS    \
   MINIDL_SCAN_KERNELS MINIDL_SORT_KERNELS MINIDL_MATMUL_KERNELS MINIDL_SOFTMAX_KERNELS MINIDL_CROSS_ENTROPY_KERNELS  \
   MINIDL_GATHER_KERNELS MINIDL_OPTIM_KERNELS MINIDL_CONV2D_KERNELS MINIDL_POOL2D_KERNELS MINIDL_BATCH_NORM_KERNELS   \
-  MINIDL_JOINING_KERNELS MINIDL_TRIANGLE_KERNELS MINIDL_WHERE_KERNELS
+  MINIDL_JOINING_KERNELS MINIDL_TRIANGLE_KERNELS MINIDL_WHERE_KERNELS MINIDL_RNN_KERNELS
 
 namespace minidl {
 namespace cpu {
@@ -305,6 +315,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 #undef MINIDL_CONV2D_KERNELS
 #undef MINIDL_POOL2D_KERNELS
 #undef MINIDL_BATCH_NORM_KERNELS
+#undef MINIDL_RNN_KERNELS
 #undef MINIDL_BACKEND_KERNELS
 
 // ---- routing --------------------------------------------------------------------------------------------

@@ -267,3 +267,5 @@ MINIDL_MODULE(Sequential);
 
 }  // namespace nn
 }  // namespace minidl
+
+#include "minidl/nn/modules/rnn.h"

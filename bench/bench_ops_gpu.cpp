@@ -7,6 +7,8 @@
 // tensor_ops/copy (bench/compare_tensor_ops.py times PyTorch's same calls beside them).
 // attention/fwd_bwd: scaled_dot_product_attention forward and backward at B=16, 12 heads, T=1024, head dim 64,
 // causal, float32, through the flash-attention kernels (fused:1) and the composed reference path (fused:0).
+// lstm/fwd_bwd: nn::LSTM (2 layers, 512 hidden, input 512) forward and backward at T=128, batch 64, float32.
+// bench/compare_layers.py times PyTorch's same layers beside these.
 //
 // Timing: the first call of a pass runs eagerly (cuDNN's algorithm search and workspace allocation happen
 // there), then kCallsPerSample calls are captured into one CUDA graph, as the training step runs them. Every
@@ -346,6 +348,23 @@ void BM_attention(benchmark::State& state) {
   });
 }
 
+/// nn::LSTM, 2 layers of 512 on inputs of 512, T = 128, batch 64: forward and backward (input and parameter
+/// gradients). FLOPs: the input and recurrent GEMMs of both layers, forward and twice that backward.
+void BM_lstm(benchmark::State& state) {
+  guarded(state, [&] {
+    const std::int64_t T = 128, B = 64, I = 512, H = 512;
+    minidl::cuda::set_allow_tf32(false, false);
+    minidl::manual_seed(0);
+    minidl::nn::LSTM lstm(minidl::nn::LSTMOptions(I, H).num_layers(2));
+    lstm->to(kDevice);
+    const minidl::Tensor x = minidl::randn({T, B, I}, kDevice).requires_grad_(true);
+    const minidl::Tensor g = minidl::randn({T, B, H}, kDevice);
+    const double gemm = 2.0 * static_cast<double>(T * B) * static_cast<double>(4 * H) * static_cast<double>(I + H);
+    const Cost cost{3.0 * 2.0 * gemm, 0};
+    time_on_device(state, cost, kFp32, [&] { std::get<0>(lstm->forward(x)).backward(g); });
+  });
+}
+
 const std::vector<TensorOpCase>& tensor_op_cases() {
   static const std::vector<TensorOpCase> cases = {
       {"copy", {1 << 26}},
@@ -411,6 +430,8 @@ int run_program(int argc, char** argv) {
   benchmark::RegisterBenchmark("relu1/backward", BM_relu, conv1, Pass::BackwardInput)->Apply(memory_args);
   benchmark::RegisterBenchmark("relu2/forward", BM_relu, conv2, Pass::Forward)->Apply(memory_args);
   benchmark::RegisterBenchmark("relu2/backward", BM_relu, conv2, Pass::BackwardInput)->Apply(memory_args);
+  benchmark::RegisterBenchmark("lstm/fwd_bwd", BM_lstm)->UseManualTime()->Iterations(kSamples)->Unit(
+      benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("attention/fwd_bwd", BM_attention)
       ->ArgNames({"fused"})
       ->Args({1})

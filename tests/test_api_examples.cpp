@@ -542,16 +542,16 @@ std::string normalized(std::istream& in) {
 
 TEST(ApiExamples, Attention) {
   nn::MultiheadAttention mha(nn::MultiheadAttentionOptions(64, 8));
-  Tensor x = randn({10, 2, 64});
-  Tensor causal = ones({10, 10}, kBool).triu(1);
-  auto [y, w] = mha->forward(x, x, x, {}, /*need_weights=*/true, causal);
-  auto [y2, none] = mha->forward(x, x, x, {}, /*need_weights=*/false, causal);
+  Tensor x = randn({10, 2, 64});                                    // (L, N, E)
+  Tensor causal = ones({10, 10}, kBool).triu(1);                    // true: not allowed (PyTorch's sense here)
+  auto [y, w] = mha->forward(x, x, x, {}, /*need_weights=*/true, causal);  // y (10, 2, 64), w (2, 10, 10)
+  auto [y2, none] = mha->forward(x, x, x, {}, /*need_weights=*/false, causal);  // through scaled_dot_product_attention
+  Tensor q = randn({2, 8, 10, 8});                                  // (N, heads, L, head_dim)
+  Tensor o = nn::functional::scaled_dot_product_attention(q, q, q, {}, 0.0, /*is_causal=*/true);
   EXPECT_EQ(y.sizes(), (Shape{10, 2, 64}));
   EXPECT_EQ(w.sizes(), (Shape{2, 10, 10}));
   expect_close(y2, y, 1e-5, 1e-6, "need_weights false");
   expect_close(w.triu(1), zeros({2, 10, 10}), 0, 0, "causal weights");
-  Tensor q = randn({2, 8, 10, 8});
-  Tensor o = nn::functional::scaled_dot_product_attention(q, q, q, {}, 0.0, /*is_causal=*/true);
   EXPECT_EQ(o.sizes(), q.sizes());
   EXPECT_FALSE(none.defined());
 }

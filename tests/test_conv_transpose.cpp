@@ -42,7 +42,7 @@ const TCase kCases[] = {
     {2, 4, 6, 3, 3, {2, 3}, {2, 3}, {0, 1}, {1, 2}, 2, 1, false},
     {1, 2, 2, 4, 3, 2, 1, 1, 0, 1, 2, true},
     {2, 4, 4, 3, 4, 3, {3, 2}, {2, 1}, {2, 1}, 4, {1, 2}, true},
-    {1, 3, 2, 3, 3, 2, 1, 0, 1, 1, 2, true},          // output_padding 1 >= stride 1, below dilation 2
+    {1, 3, 2, 3, 3, 2, 1, 0, 1, 1, 2, true},                  // output_padding 1 >= stride 1, below dilation 2
     {1, 2, 4, 2, 3, 2, {1, 2}, 0, {2, 1}, 2, {3, 1}, false},  // output_padding 2 >= stride 1, below dilation 3
 };
 
@@ -104,8 +104,8 @@ TEST(ConvTranspose2d, Gradcheck) {
     const Tensor w = random_tensor({c.cin, c.cout / c.groups, c.kernel.h, c.kernel.w}, kFloat64, true);
     std::vector<Tensor> in{x, w};
     if (c.bias) in.push_back(random_tensor({c.cout}, kFloat64, true));
-    EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& t) { return run(c, t[0], t[1], c.bias ? t[2] : Tensor()); },
-                          in))
+    EXPECT_TRUE(
+        gradcheck([&](const std::vector<Tensor>& t) { return run(c, t[0], t[1], c.bias ? t[2] : Tensor()); }, in))
         << str(c);
   }
 }
@@ -121,8 +121,8 @@ TEST(ConvTranspose2d, NonContiguousInputs) {
   ASSERT_FALSE(x.is_contiguous());
   ASSERT_FALSE(w.is_contiguous());
   ASSERT_FALSE(b.is_contiguous());
-  expect_close(run(c, x, w, b), reference(x, w, b, c.stride, c.padding, c.output_padding, c.groups, c.dilation),
-               1e-12, 1e-12, "strided");
+  expect_close(run(c, x, w, b), reference(x, w, b, c.stride, c.padding, c.output_padding, c.groups, c.dilation), 1e-12,
+               1e-12, "strided");
   EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& t) { return run(c, t[0].transpose(2, 3), t[1], b); },
                         {xt, w.detach().contiguous().requires_grad_(true)}));
 }
@@ -188,8 +188,7 @@ TEST(ConvTranspose2d, BadInput) {
   EXPECT_ERROR(ValueError, F::conv_transpose2d(random_tensor({1, 3, 3, 3}, kFloat32), w), "conv_transpose2d",
                "input channels", "[4, 2, 3, 3]", "[1, 3, 3, 3]");
   EXPECT_ERROR(ValueError, F::conv_transpose2d(x, w, {}, 1, 0, 0, 3), "conv_transpose2d", "groups (3)");
-  EXPECT_ERROR(ValueError, F::conv_transpose2d(x, w, random_tensor({3}, kFloat32)), "conv_transpose2d", "bias",
-               "[2]");
+  EXPECT_ERROR(ValueError, F::conv_transpose2d(x, w, random_tensor({3}, kFloat32)), "conv_transpose2d", "bias", "[2]");
   EXPECT_ERROR(ValueError, F::conv_transpose2d(x.view({4, 3, 3}), w), "conv_transpose2d", "input", "[4, 3, 3]");
   EXPECT_ERROR(ValueError, F::conv_transpose2d(x, w.view({4, 2, 9})), "conv_transpose2d", "weight", "[4, 2, 9]");
   EXPECT_ERROR(ValueError, F::conv_transpose2d(x, w, {}, 0), "conv_transpose2d", "stride");
@@ -247,8 +246,8 @@ TEST(Conv1d, MatchesTheDefinitionAndGradcheck) {
                      .bias(c.bias));
     EXPECT_EQ(m->weight.sizes(), Shape({c.k, c.c / c.groups, c.kernel})) << what;
     const Tensor x = random_tensor({c.n, c.c, c.l}, kFloat32);
-    expect_close(m(x), reference_conv1d(x, m->weight, m->bias, c.stride, c.padding, c.dilation, c.groups), 1e-5,
-                 1e-5, what);
+    expect_close(m(x), reference_conv1d(x, m->weight, m->bias, c.stride, c.padding, c.dilation, c.groups), 1e-5, 1e-5,
+                 what);
     const Tensor xd = random_tensor({c.n, c.c, c.l}, kFloat64, true);
     const Tensor wd = random_tensor({c.k, c.c / c.groups, c.kernel}, kFloat64, true);
     const Tensor bd = random_tensor({c.k}, kFloat64, true);
@@ -272,8 +271,7 @@ TEST(Conv1d, MatchesTheDefinitionAndGradcheck) {
 TEST(Conv1d, BadInput) {
   const Tensor x = random_tensor({1, 4, 8}, kFloat32);
   EXPECT_ERROR(ValueError, F::conv1d(x, random_tensor({2, 3, 3}, kFloat32)), "conv1d", "input channels", "[1, 4, 8]");
-  EXPECT_ERROR(ValueError, F::conv1d(x.view({1, 4, 2, 4}), random_tensor({2, 4, 3}, kFloat32)), "conv1d",
-               "(N, C, L)");
+  EXPECT_ERROR(ValueError, F::conv1d(x.view({1, 4, 2, 4}), random_tensor({2, 4, 3}, kFloat32)), "conv1d", "(N, C, L)");
   EXPECT_ERROR(ValueError, F::conv1d(x, random_tensor({2, 4, 3, 1}, kFloat32)), "conv1d", "weight");
   EXPECT_ERROR(ValueError, F::conv1d(x, random_tensor({2, 4, 12}, kFloat32)), "conv1d", "kernel size 12");
   EXPECT_ERROR(ValueError, F::conv1d(x, random_tensor({2, 4, 3}, kFloat32), {}, 0), "conv1d", "stride");
@@ -293,8 +291,9 @@ TEST(ConvTranspose1d, MatchesTheDefinitionAndGradcheck) {
                         {xd, wd}));
   std::ostringstream os;
   os << m;
-  EXPECT_EQ(os.str(), "ConvTranspose1d(4, 6, kernel_size=(3,), stride=(2,), padding=(1,), output_padding=(1,), "
-                      "groups=2)");
+  EXPECT_EQ(os.str(),
+            "ConvTranspose1d(4, 6, kernel_size=(3,), stride=(2,), padding=(1,), output_padding=(1,), "
+            "groups=2)");
   EXPECT_ERROR(ValueError, F::conv_transpose1d(x.view({2, 4, 5, 1}), m->weight), "conv_transpose1d", "(N, C, L)");
 }
 
@@ -324,10 +323,9 @@ TEST(ConvTransposeGpu, AgreesWithTheCpu) {
     }
   }
   const Tensor x = random_tensor({2, 4, 9}, kFloat32), w = random_tensor({6, 2, 3}, kFloat32);
-  expect_close(F::conv1d(x.to(gpu), w.to(gpu), {}, 2, 1, 1, 2), F::conv1d(x, w, {}, 2, 1, 1, 2), 1e-4, 1e-4,
-               "conv1d");
-  const Tensor empty_out = F::conv_transpose2d(random_tensor({0, 4, 3, 3}, kFloat32).to(gpu), w.view({6, 2, 3, 1})
-                                                   .narrow(0, 0, 4).to(gpu));
+  expect_close(F::conv1d(x.to(gpu), w.to(gpu), {}, 2, 1, 1, 2), F::conv1d(x, w, {}, 2, 1, 1, 2), 1e-4, 1e-4, "conv1d");
+  const Tensor empty_out =
+      F::conv_transpose2d(random_tensor({0, 4, 3, 3}, kFloat32).to(gpu), w.view({6, 2, 3, 1}).narrow(0, 0, 4).to(gpu));
   EXPECT_EQ(empty_out.sizes(), Shape({0, 2, 5, 3}));
 }
 

@@ -99,8 +99,8 @@ TEST(Pad, EveryModeMatchesTheDefinition) {
   }
   // Constant padding of an integer tensor, and negative sizes, which crop.
   const Tensor xi = (randint(100, {2, 5, 6}, TensorOptions(kInt64)) - 50);
-  expect_close(F::pad(xi, pad_options({1, 1, 2, 0}, "constant", 7)), reference_pad(xi, {1, 1, 2, 0}, "constant", 7),
-               0, 0, "int64");
+  expect_close(F::pad(xi, pad_options({1, 1, 2, 0}, "constant", 7)), reference_pad(xi, {1, 1, 2, 0}, "constant", 7), 0,
+               0, "int64");
   const Tensor x = random_tensor({2, 5, 6}, kFloat64);
   const Tensor cropped = F::pad(x, pad_options({-1, 2, 1, -3}, "constant", -2));
   EXPECT_EQ(cropped.sizes(), Shape({2, 3, 7}));
@@ -109,15 +109,20 @@ TEST(Pad, EveryModeMatchesTheDefinition) {
 
 TEST(Pad, Gradcheck) {
   for (const char* mode : kModes) {
-    for (const std::vector<std::int64_t>& pad : std::vector<std::vector<std::int64_t>>{{2, 1}, {1, 2, 3, 0}, {0, 1, 2, 2}}) {
+    for (const std::vector<std::int64_t>& pad :
+         std::vector<std::vector<std::int64_t>>{{2, 1}, {1, 2, 3, 0}, {0, 1, 2, 2}}) {
       const Tensor x = random_tensor({2, 2, 4, 5}, kFloat64, true);
-      EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& t) { return F::pad(t[0], pad_options(pad, mode, 0.5)); },
-                            {x}))
+      EXPECT_TRUE(
+          gradcheck([&](const std::vector<Tensor>& t) { return F::pad(t[0], pad_options(pad, mode, 0.5)); }, {x}))
           << mode << " " << shape_str(Shape(pad));
     }
   }
   const Tensor x = random_tensor({2, 4, 5}, kFloat64, true);
-  EXPECT_TRUE(gradcheck([](const std::vector<Tensor>& t) { return F::pad(t[0], pad_options({-1, 2, 1, -2}, "constant")); }, {x}));
+  EXPECT_TRUE(gradcheck(
+      [](const std::vector<Tensor>& t) {
+        return F::pad(t[0], pad_options({-1, 2, 1, -2}, "constant"));
+      },
+      {x}));
 }
 
 TEST(Pad, NonContiguousAndEmptyInputs) {
@@ -138,16 +143,18 @@ TEST(Pad, NonContiguousAndEmptyInputs) {
 TEST(Pad, Modules) {
   const Tensor x = random_tensor({2, 3, 4, 5}, kFloat32);
   expect_close(nn::ZeroPad2d(2)(x), F::pad(x, F::PadFuncOptions({2, 2, 2, 2})), 0, 0, "ZeroPad2d");
-  expect_close(nn::ConstantPad2d(nn::ConstantPad2dOptions({1, 0, 2, 3}, 1.5))(x), reference_pad(x, {1, 0, 2, 3}, "constant", 1.5), 0, 0,
-               "ConstantPad2d");
+  expect_close(nn::ConstantPad2d(nn::ConstantPad2dOptions({1, 0, 2, 3}, 1.5))(x),
+               reference_pad(x, {1, 0, 2, 3}, "constant", 1.5), 0, 0, "ConstantPad2d");
   expect_close(nn::ReflectionPad2d(nn::ReflectionPad2dOptions({1, 2, 3, 0}))(x),
                reference_pad(x, {1, 2, 3, 0}, "reflect", 0), 0, 0, "ReflectionPad2d");
   expect_close(nn::ReplicationPad2d(nn::ReplicationPad2dOptions({3, 1, 0, 2}))(x.select(0, 1)),
                reference_pad(x.select(0, 1), {3, 1, 0, 2}, "replicate", 0), 0, 0, "ReplicationPad2d on (C, H, W)");
   std::ostringstream os;
-  os << nn::ReflectionPad2d(nn::ReflectionPad2dOptions({1, 2, 3, 0})) << " " << nn::ConstantPad2d(1, 0.5) << " " << nn::ZeroPad2d(2);
-  EXPECT_EQ(os.str(), "ReflectionPad2d(padding=(1, 2, 3, 0)) ConstantPad2d(padding=(1, 1, 1, 1), value=0.5) "
-                      "ZeroPad2d(padding=(2, 2, 2, 2))");
+  os << nn::ReflectionPad2d(nn::ReflectionPad2dOptions({1, 2, 3, 0})) << " " << nn::ConstantPad2d(1, 0.5) << " "
+     << nn::ZeroPad2d(2);
+  EXPECT_EQ(os.str(),
+            "ReflectionPad2d(padding=(1, 2, 3, 0)) ConstantPad2d(padding=(1, 1, 1, 1), value=0.5) "
+            "ZeroPad2d(padding=(2, 2, 2, 2))");
   EXPECT_ERROR(ValueError, nn::ZeroPad2d(1)(random_tensor({4, 5}, kFloat32)), "ZeroPad2d", "[4, 5]");
   EXPECT_ERROR(ValueError, nn::ZeroPad2dOptions({1, 2}), "padding", "found 2");
 }
@@ -160,7 +167,8 @@ TEST(Pad, BadInput) {
   EXPECT_ERROR(ValueError, F::pad(x, pad_options({5, 0}, "circular")), "pad", "kCircular", "size 4");
   EXPECT_ERROR(ValueError, F::pad(x, pad_options({-1, 0}, "replicate")), "pad", "kReplicate", ">= 0");
   EXPECT_ERROR(ValueError, F::pad(x, pad_options({1, 2, 3}, "constant")), "pad", "pair", "3 sizes");
-  EXPECT_ERROR(ValueError, F::pad(x, pad_options({1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, "constant")), "pad", "at most 4 pairs");
+  EXPECT_ERROR(ValueError, F::pad(x, pad_options({1, 1, 1, 1, 1, 1, 1, 1, 1, 1}, "constant")), "pad",
+               "at most 4 pairs");
   EXPECT_ERROR(ValueError, F::pad(x, pad_options({-3, -2}, "constant")), "pad", "crops", "size 4");
   EXPECT_ERROR(ValueError, F::pad(random_tensor({1, 0, 3}, kFloat32), pad_options({0, 0, 1, 1}, "replicate")), "pad",
                "kReplicate");
@@ -323,11 +331,11 @@ TEST(Interpolate, KnownValues) {
   const Tensor ho = arange(Ho, TensorOptions(kFloat64)).view({1, 1, Ho, 1}) * (double(H - 1) / (Ho - 1));
   const Tensor wo = arange(Wo, TensorOptions(kFloat64)).view({1, 1, 1, Wo}) * (double(W - 1) / (Wo - 1));
   const Tensor want = (ho * 0.75 - wo * 1.25 + 0.5).expand({1, 1, Ho, Wo});
-  expect_close(F::interpolate(plane, F::InterpolateFuncOptions()
-                                         .size(std::vector<std::int64_t>{Ho, Wo})
-                                         .mode(kBilinear)
-                                         .align_corners(true)),
-               want, 1e-12, 1e-12, "bilinear plane");
+  expect_close(
+      F::interpolate(
+          plane,
+          F::InterpolateFuncOptions().size(std::vector<std::int64_t>{Ho, Wo}).mode(kBilinear).align_corners(true)),
+      want, 1e-12, 1e-12, "bilinear plane");
 }
 
 TEST(Interpolate, Gradcheck) {
@@ -359,12 +367,11 @@ TEST(Interpolate, NonContiguousAndEmptyInputs) {
 TEST(Interpolate, UpsampleModule) {
   const Tensor x = random_tensor({2, 3, 4, 5}, kFloat32);
   nn::Upsample up(nn::UpsampleOptions().scale_factor(std::vector<double>{2, 3}).mode(kBilinear).align_corners(true));
-  expect_close(up(x),
-               F::interpolate(x, F::InterpolateFuncOptions()
-                                     .scale_factor(std::vector<double>{2, 3})
-                                     .mode(kBilinear)
-                                     .align_corners(true)),
-               0, 0, "Upsample");
+  expect_close(
+      up(x),
+      F::interpolate(
+          x, F::InterpolateFuncOptions().scale_factor(std::vector<double>{2, 3}).mode(kBilinear).align_corners(true)),
+      0, 0, "Upsample");
   nn::Upsample near(nn::UpsampleOptions().size(std::vector<std::int64_t>{6, 6}));
   EXPECT_EQ(near(x).sizes(), Shape({2, 3, 6, 6}));
   std::ostringstream os;
@@ -379,17 +386,16 @@ TEST(Interpolate, BadInput) {
                F::interpolate(x, O().size(std::vector<std::int64_t>{8, 8}).scale_factor(std::vector<double>{2})),
                "interpolate", "only one of size and scale_factor");
   EXPECT_ERROR(ValueError, F::interpolate(x, O()), "interpolate", "size or scale_factor");
-  EXPECT_ERROR(ValueError,
-               F::interpolate(x, O().scale_factor(std::vector<double>{2}).align_corners(false)), "interpolate",
-               "align_corners", "kNearest");
+  EXPECT_ERROR(ValueError, F::interpolate(x, O().scale_factor(std::vector<double>{2}).align_corners(false)),
+               "interpolate", "align_corners", "kNearest");
   EXPECT_ERROR(ValueError, F::interpolate(x, O().scale_factor(std::vector<double>{2}).mode(kLinear)), "interpolate",
                "kLinear", "(N, C, L)", "[1, 2, 4, 4]");
   EXPECT_ERROR(ValueError, F::interpolate(x.view({2, 4, 4}), O().scale_factor(std::vector<double>{2}).mode(kBilinear)),
                "interpolate", "kBilinear", "(N, C, H, W)");
   EXPECT_ERROR(ValueError, F::interpolate(x, O().size(std::vector<std::int64_t>{2, 2, 2})), "interpolate", "size",
                "1 or 2 values", "found 3");
-  EXPECT_ERROR(ValueError, F::interpolate(x, O().scale_factor(std::vector<double>{0.1})), "interpolate",
-               "scale_factor", "at least 1");
+  EXPECT_ERROR(ValueError, F::interpolate(x, O().scale_factor(std::vector<double>{0.1})), "interpolate", "scale_factor",
+               "at least 1");
   EXPECT_ERROR(ValueError, F::interpolate(x, O().size(std::vector<std::int64_t>{0, 3})), "interpolate", "size",
                "positive");
   EXPECT_ERROR(TypeError, F::interpolate(x.to(kInt64), O().scale_factor(std::vector<double>{2})), "interpolate");
@@ -439,13 +445,12 @@ TEST(PixelShuffle, MatchesTheDefinitionRoundTripsAndGradchecks) {
 }
 
 TEST(PixelShuffle, BadInput) {
-  EXPECT_ERROR(ValueError, F::pixel_shuffle(random_tensor({1, 6, 2, 2}, kFloat32), 2), "pixel_shuffle",
-               "channels (6)", "(4)");
+  EXPECT_ERROR(ValueError, F::pixel_shuffle(random_tensor({1, 6, 2, 2}, kFloat32), 2), "pixel_shuffle", "channels (6)",
+               "(4)");
   EXPECT_ERROR(ValueError, F::pixel_shuffle(random_tensor({4, 4}, kFloat32), 2), "pixel_shuffle", "(*, C, H, W)");
   EXPECT_ERROR(ValueError, F::pixel_shuffle(random_tensor({1, 4, 2, 2}, kFloat32), 0), "pixel_shuffle",
                "upscale_factor");
-  EXPECT_ERROR(ValueError, F::pixel_unshuffle(random_tensor({1, 1, 3, 4}, kFloat32), 2), "pixel_unshuffle",
-               "(3, 4)");
+  EXPECT_ERROR(ValueError, F::pixel_unshuffle(random_tensor({1, 1, 3, 4}, kFloat32), 2), "pixel_unshuffle", "(3, 4)");
 }
 
 // ---- CPU against GPU ---------------------------------------------------------------------------------------------
@@ -467,8 +472,8 @@ TEST(UpsamplePadGpu, AgreesWithTheCpu) {
     }
     for (const char* mode : kModes) {
       const Tensor x = random_tensor({2, 3, 4, 5}, dt);
-      expect_close(F::pad(x.to(gpu), pad_options({1, 2, 3, 1}, mode, 0.5)), F::pad(x, pad_options({1, 2, 3, 1}, mode, 0.5)),
-                   0, 0, std::string("pad ") + mode);
+      expect_close(F::pad(x.to(gpu), pad_options({1, 2, 3, 1}, mode, 0.5)),
+                   F::pad(x, pad_options({1, 2, 3, 1}, mode, 0.5)), 0, 0, std::string("pad ") + mode);
     }
     const Tensor x = random_tensor({2, 8, 3, 5}, dt);
     expect_close(F::pixel_shuffle(x.to(gpu), 2), F::pixel_shuffle(x, 2), 0, 0, "pixel_shuffle");

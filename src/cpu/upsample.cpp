@@ -25,15 +25,15 @@ void upsample_forward(const UpsampleParams& p, const T* x, T* y) {
   const std::int64_t in_plane = p.h.in * p.w.in;
   parallel_for(p.planes * p.h.out, static_cast<double>(p.w.out * (p.linear ? 8 : 2)),
                [&](std::int64_t begin, std::int64_t end) {
-    for (std::int64_t r = begin; r < end; ++r) {
-      const T* xp = x + (r / p.h.out) * in_plane;
-      const kernels::Tap<T>& row = th[static_cast<std::size_t>(r % p.h.out)];
-      T* yr = y + r * p.w.out;
-      for (std::int64_t ow = 0; ow < p.w.out; ++ow) {
-        yr[ow] = kernels::upsample_value<T>(xp, p.w.in, p.linear, row, tw[static_cast<std::size_t>(ow)]);
-      }
-    }
-  });
+                 for (std::int64_t r = begin; r < end; ++r) {
+                   const T* xp = x + (r / p.h.out) * in_plane;
+                   const kernels::Tap<T>& row = th[static_cast<std::size_t>(r % p.h.out)];
+                   T* yr = y + r * p.w.out;
+                   for (std::int64_t ow = 0; ow < p.w.out; ++ow) {
+                     yr[ow] = kernels::upsample_value<T>(xp, p.w.in, p.linear, row, tw[static_cast<std::size_t>(ow)]);
+                   }
+                 }
+               });
 }
 
 template <class T>
@@ -45,8 +45,8 @@ void upsample_backward(const UpsampleParams& p, const T* dy, T* dx) {
   for (std::int64_t i = 0; i < p.w.in; ++i) rw.push_back(mw.readers(i));
   const std::int64_t out_plane = p.h.out * p.w.out;
   // Each input reads about out/in outputs per axis (at least one or two taps where it is read at all).
-  const double per_row = static_cast<double>(p.w.in) * 4.0 *
-                         (1.0 + static_cast<double>(out_plane) / static_cast<double>(p.h.in * p.w.in));
+  const double per_row =
+      static_cast<double>(p.w.in) * 4.0 * (1.0 + static_cast<double>(out_plane) / static_cast<double>(p.h.in * p.w.in));
   parallel_for(p.planes * p.h.in, per_row, [&](std::int64_t begin, std::int64_t end) {
     for (std::int64_t r = begin; r < end; ++r) {
       const T* dyp = dy + (r / p.h.in) * out_plane;
@@ -60,8 +60,8 @@ void upsample_backward(const UpsampleParams& p, const T* dy, T* dx) {
   });
 }
 
-#define MINIDL_INSTANTIATE_UPSAMPLE(T)                                                 \
-  template void upsample_forward<T>(const UpsampleParams&, const T*, T*);              \
+#define MINIDL_INSTANTIATE_UPSAMPLE(T)                                    \
+  template void upsample_forward<T>(const UpsampleParams&, const T*, T*); \
   template void upsample_backward<T>(const UpsampleParams&, const T*, T*);
 MINIDL_INSTANTIATE_UPSAMPLE(float)
 MINIDL_INSTANTIATE_UPSAMPLE(double)

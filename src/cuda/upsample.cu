@@ -26,8 +26,8 @@ __global__ void upsample_backward_kernel(UpsampleParams p, AxisMap<T> mh, AxisMa
                                          T* __restrict__ dx, i64 total) {
   GRID_STRIDE(i, total) {
     const i64 iw = i % p.w.in, ih = (i / p.w.in) % p.h.in, plane = i / (p.w.in * p.h.in);
-    dx[i] = kernels::upsample_input_grad<T>(dy + plane * p.h.out * p.w.out, p.w.out, mh, mw, ih, iw,
-                                            mh.readers(ih), mw.readers(iw));
+    dx[i] = kernels::upsample_input_grad<T>(dy + plane * p.h.out * p.w.out, p.w.out, mh, mw, ih, iw, mh.readers(ih),
+                                            mw.readers(iw));
   }
 }
 
@@ -51,8 +51,8 @@ void upsample_backward(const UpsampleParams& p, const T* dy, T* dx) {
   MINIDL_CUDA_KERNEL_CHECK();
 }
 
-#define MINIDL_INSTANTIATE_UPSAMPLE(T)                                                 \
-  template void upsample_forward<T>(const UpsampleParams&, const T*, T*);              \
+#define MINIDL_INSTANTIATE_UPSAMPLE(T)                                    \
+  template void upsample_forward<T>(const UpsampleParams&, const T*, T*); \
   template void upsample_backward<T>(const UpsampleParams&, const T*, T*);
 MINIDL_INSTANTIATE_UPSAMPLE(float)
 MINIDL_INSTANTIATE_UPSAMPLE(double)

@@ -28,9 +28,9 @@ std::int64_t transposed_size(std::int64_t in, std::int64_t stride, std::int64_t 
 
 }  // namespace
 
-Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in,
-                        ExpandingArray2 stride, ExpandingArray2 padding, ExpandingArray2 output_padding,
-                        std::int64_t groups, ExpandingArray2 dilation) {
+Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in, ExpandingArray2 stride,
+                        ExpandingArray2 padding, ExpandingArray2 output_padding, std::int64_t groups,
+                        ExpandingArray2 dilation) {
   const char* op = "conv_transpose2d";
   ops::check_defined(input_in, op, "input");
   ops::check_defined(weight_in, op, "weight");
@@ -54,17 +54,16 @@ Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const T
   MINIDL_CHECK((output_padding.h < stride.h || output_padding.h < dilation.h) &&
                    (output_padding.w < stride.w || output_padding.w < dilation.w),
                ValueError, op, ": output_padding (", output_padding.h, ", ", output_padding.w,
-               ") must be smaller than either stride (", stride.h, ", ", stride.w, ") or dilation (", dilation.h,
-               ", ", dilation.w, ")");
+               ") must be smaller than either stride (", stride.h, ", ", stride.w, ") or dilation (", dilation.h, ", ",
+               dilation.w, ")");
   MINIDL_CHECK(input_in.size(2) > 0 && input_in.size(3) > 0, ValueError, op,
                ": input must have a positive height and width, found shape ", shape_str(input_in.sizes()));
   const std::int64_t R = weight_in.size(2), S = weight_in.size(3);
   const std::int64_t Hout = transposed_size(input_in.size(2), stride.h, padding.h, dilation.h, R, output_padding.h);
   const std::int64_t Wout = transposed_size(input_in.size(3), stride.w, padding.w, dilation.w, S, output_padding.w);
-  MINIDL_CHECK(R > 0 && S > 0 && Hout > 0 && Wout > 0, ValueError, op, ": input of shape ",
-               shape_str(input_in.sizes()), " with weight of shape ", shape_str(weight_in.sizes()),
-               ", padding (", padding.h, ", ", padding.w, ") and stride (", stride.h, ", ", stride.w,
-               ") gives an empty output (", Hout, "x", Wout, ")");
+  MINIDL_CHECK(R > 0 && S > 0 && Hout > 0 && Wout > 0, ValueError, op, ": input of shape ", shape_str(input_in.sizes()),
+               " with weight of shape ", shape_str(weight_in.sizes()), ", padding (", padding.h, ", ", padding.w,
+               ") and stride (", stride.h, ", ", stride.w, ") gives an empty output (", Hout, "x", Wout, ")");
   // An output_padding of at least the stride (allowed below the dilation) adds output rows that conv2d's shape
   // rule sees as output_padding / stride more input rows: those rows, zero, are added to the input, and the rest
   // of the output_padding is below the stride.
@@ -77,19 +76,29 @@ Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const T
   const std::int64_t N = input.size(0), Cout = weight.size(1) * groups;
   if (bias.defined()) {
     ops::check_same(input, bias, "conv_transpose2d (bias)");
-    MINIDL_CHECK(bias.dim() == 1 && bias.size(0) == Cout, ValueError, op, ": bias must have shape [", Cout,
-                 "], found ", shape_str(bias.sizes()));
+    MINIDL_CHECK(bias.dim() == 1 && bias.size(0) == Cout, ValueError, op, ": bias must have shape [", Cout, "], found ",
+                 shape_str(bias.sizes()));
   }
   // conv2d's parameters, for which this op's output is the input; finalize() validates them on a batch of one
   // where the batch is empty.
   kernels::Conv2dParams p;
-  p.N = std::max<std::int64_t>(N, 1); p.C = Cout; p.H = Hout; p.W = Wout;
-  p.K = input.size(1); p.R = R; p.S = S;
-  p.stride_h = stride.h; p.stride_w = stride.w; p.pad_h = padding.h; p.pad_w = padding.w;
-  p.dil_h = dilation.h; p.dil_w = dilation.w; p.groups = groups;
+  p.N = std::max<std::int64_t>(N, 1);
+  p.C = Cout;
+  p.H = Hout;
+  p.W = Wout;
+  p.K = input.size(1);
+  p.R = R;
+  p.S = S;
+  p.stride_h = stride.h;
+  p.stride_w = stride.w;
+  p.pad_h = padding.h;
+  p.pad_w = padding.w;
+  p.dil_h = dilation.h;
+  p.dil_w = dilation.w;
+  p.groups = groups;
   p.finalize(op);
-  MINIDL_CHECK(p.P == input.size(2) && p.Q == input.size(3), ValueError, op, ": internal error, conv2d's output ",
-               p.P, "x", p.Q, " is not the input's ", input.size(2), "x", input.size(3));
+  MINIDL_CHECK(p.P == input.size(2) && p.Q == input.size(3), ValueError, op, ": internal error, conv2d's output ", p.P,
+               "x", p.Q, " is not the input's ", input.size(2), "x", input.size(3));
   p.N = N;
   Tensor out = ops::empty_as({N, Cout, Hout, Wout}, input);
   if (N > 0) {
@@ -139,18 +148,18 @@ void check_1d(const char* op, const Tensor& input, const Tensor& weight, const c
 }
 }  // namespace
 
-Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, std::int64_t stride,
-              std::int64_t padding, std::int64_t dilation, std::int64_t groups) {
+Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, std::int64_t stride, std::int64_t padding,
+              std::int64_t dilation, std::int64_t groups) {
   const char* op = "conv1d";
   check_1d(op, input, weight, "(out_channels, in_channels/groups, k)");
   // conv2d checks the rest, but its messages would name conv2d and a height: the ones a user can meet are here.
-  MINIDL_CHECK(groups > 0 && input.size(1) % groups == 0 && weight.size(1) * groups == input.size(1), ValueError,
-               op, ": weight of shape ", shape_str(weight.sizes()), " and groups=", groups, " expect ",
+  MINIDL_CHECK(groups > 0 && input.size(1) % groups == 0 && weight.size(1) * groups == input.size(1), ValueError, op,
+               ": weight of shape ", shape_str(weight.sizes()), " and groups=", groups, " expect ",
                weight.size(1) * groups, " input channels, input of shape ", shape_str(input.sizes()), " has ",
                input.size(1));
   MINIDL_CHECK(stride > 0 && dilation > 0 && padding >= 0, ValueError, op,
-               ": stride and dilation must be positive and padding >= 0, found stride=", stride, ", padding=",
-               padding, ", dilation=", dilation);
+               ": stride and dilation must be positive and padding >= 0, found stride=", stride, ", padding=", padding,
+               ", dilation=", dilation);
   MINIDL_CHECK(input.size(2) + 2 * padding >= dilation * (weight.size(2) - 1) + 1, ValueError, op, ": kernel size ",
                weight.size(2), " (dilation ", dilation, ") is larger than the padded input length ",
                input.size(2) + 2 * padding);
@@ -159,11 +168,10 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, std
 }
 
 Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias, std::int64_t stride,
-                        std::int64_t padding, std::int64_t output_padding, std::int64_t groups,
-                        std::int64_t dilation) {
+                        std::int64_t padding, std::int64_t output_padding, std::int64_t groups, std::int64_t dilation) {
   check_1d("conv_transpose1d", input, weight, "(in_channels, out_channels/groups, k)");
-  return conv_transpose2d(input.unsqueeze(2), weight.unsqueeze(2), bias, {1, stride}, {0, padding},
-                          {0, output_padding}, groups, {1, dilation})
+  return conv_transpose2d(input.unsqueeze(2), weight.unsqueeze(2), bias, {1, stride}, {0, padding}, {0, output_padding},
+                          groups, {1, dilation})
       .squeeze(2);
 }
 

@@ -10,8 +10,7 @@ namespace layers {
 inline void default_init(Tensor& weight, Tensor& bias) {
   nn::init::kaiming_uniform_(weight, std::sqrt(5.0));
   if (bias.defined()) {
-    const double bound =
-        1.0 / std::sqrt(static_cast<double>(nn::init::calculate_fan_in_and_fan_out(weight).first));
+    const double bound = 1.0 / std::sqrt(static_cast<double>(nn::init::calculate_fan_in_and_fan_out(weight).first));
     nn::init::uniform_(bias, -bound, bound);
   }
 }

@@ -14,8 +14,8 @@ std::ostream& operator<<(std::ostream& os, const ExpandingArray2& a) { return os
 /// A 1-d size as PyTorch prints it: a tuple of one, "(3,)".
 std::string tuple1(std::int64_t v) { return detail::str("(", v, ",)"); }
 
-void check_channels(const char* module, std::int64_t in, std::int64_t out, std::int64_t groups,
-                    std::int64_t kernel_h, std::int64_t kernel_w) {
+void check_channels(const char* module, std::int64_t in, std::int64_t out, std::int64_t groups, std::int64_t kernel_h,
+                    std::int64_t kernel_w) {
   MINIDL_CHECK(in > 0 && out > 0 && groups > 0 && in % groups == 0 && out % groups == 0, ValueError, module,
                ": in_channels (", in, ") and out_channels (", out, ") must be positive and divisible by groups (",
                groups, ")");
@@ -26,8 +26,8 @@ void check_channels(const char* module, std::int64_t in, std::int64_t out, std::
 /// PyTorch's extra_repr of a convolution: the sizes that differ from their defaults.
 template <class Sz>
 void print_conv(std::ostream& os, const char* name, std::int64_t in, std::int64_t out, const Sz& kernel,
-                const Sz& stride, const Sz& padding, const Sz& dilation, const Sz* output_padding,
-                std::int64_t groups, bool bias, const Sz& zero, const Sz& one) {
+                const Sz& stride, const Sz& padding, const Sz& dilation, const Sz* output_padding, std::int64_t groups,
+                bool bias, const Sz& zero, const Sz& one) {
   os << name << "(" << in << ", " << out << ", kernel_size=" << kernel << ", stride=" << stride;
   if (!(padding == zero)) os << ", padding=" << padding;
   if (!(dilation == one)) os << ", dilation=" << dilation;
@@ -59,8 +59,7 @@ Tensor ConvTranspose2dImpl::forward(const Tensor& input, IntArrayRef output_size
                input.defined() ? shape_str(input.sizes()) : "undefined");
   MINIDL_CHECK(output_size.size() == 2 || output_size.size() == 4, ValueError,
                "ConvTranspose2d: output_size must be (H, W) or (N, C, H, W), found ", output_size.size(), " sizes");
-  const ExpandingArray2 k = options.kernel_size(), s = options.stride(), p = options.padding(),
-                        d = options.dilation();
+  const ExpandingArray2 k = options.kernel_size(), s = options.stride(), p = options.padding(), d = options.dilation();
   const std::int64_t want_h = output_size[output_size.size() - 2], want_w = output_size[output_size.size() - 1];
   const std::int64_t min_h = (input.size(2) - 1) * s.h - 2 * p.h + d.h * (k.h - 1) + 1;
   const std::int64_t min_w = (input.size(3) - 1) * s.w - 2 * p.w + d.w * (k.w - 1) + 1;
@@ -77,8 +76,7 @@ void ConvTranspose2dImpl::pretty_print(std::ostream& os) const {
 }
 
 Conv1dImpl::Conv1dImpl(Conv1dOptions o) : Module("Conv1d"), options(std::move(o)) {
-  check_channels("Conv1d", options.in_channels(), options.out_channels(), options.groups(), 1,
-                 options.kernel_size());
+  check_channels("Conv1d", options.in_channels(), options.out_channels(), options.groups(), 1, options.kernel_size());
   weight = register_parameter(
       "weight", empty({options.out_channels(), options.in_channels() / options.groups(), options.kernel_size()}));
   if (options.bias()) bias = register_parameter("bias", empty({options.out_channels()}));
@@ -122,20 +120,18 @@ ExpandingArray4::ExpandingArray4(std::initializer_list<std::int64_t> l) {
   for (std::size_t i = 0; i < 4; ++i) v[i] = l.size() == 1 ? *l.begin() : *(l.begin() + i);
 }
 
-Pad2dImpl::Pad2dImpl(std::string name, ExpandingArray4 padding_, functional::PadFuncOptions::mode_t mode,
-                     double value)
+Pad2dImpl::Pad2dImpl(std::string name, ExpandingArray4 padding_, functional::PadFuncOptions::mode_t mode, double value)
     : Module(std::move(name)), padding(padding_), mode_(mode), value_(value) {}
 Tensor Pad2dImpl::forward(const Tensor& input) {
   MINIDL_CHECK(input.defined() && (input.dim() == 3 || input.dim() == 4), ValueError, name(),
                ": input must be (C, H, W) or (N, C, H, W), found shape ",
                input.defined() ? shape_str(input.sizes()) : "undefined");
-  return F::pad(input, F::PadFuncOptions({padding.v[0], padding.v[1], padding.v[2], padding.v[3]})
-                           .mode(mode_)
-                           .value(value_));
+  return F::pad(input,
+                F::PadFuncOptions({padding.v[0], padding.v[1], padding.v[2], padding.v[3]}).mode(mode_).value(value_));
 }
 void Pad2dImpl::pretty_print(std::ostream& os) const {
-  os << name() << "(padding=(" << padding.v[0] << ", " << padding.v[1] << ", " << padding.v[2] << ", "
-     << padding.v[3] << ")";
+  os << name() << "(padding=(" << padding.v[0] << ", " << padding.v[1] << ", " << padding.v[2] << ", " << padding.v[3]
+     << ")";
   if (name() == "ConstantPad2d") os << ", value=" << value_;
   os << ")";
 }

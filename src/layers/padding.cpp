@@ -59,8 +59,8 @@ Tensor pad(const Tensor& input, const PadFuncOptions& options) {
       l = std::max<std::int64_t>(l, 0);
       r = std::max<std::int64_t>(r, 0);
     } else {
-      MINIDL_CHECK(l >= 0 && r >= 0, ValueError, "pad: mode ", mode, " takes padding sizes >= 0, found (", l, ", ",
-                   r, ") for dim ", d);
+      MINIDL_CHECK(l >= 0 && r >= 0, ValueError, "pad: mode ", mode, " takes padding sizes >= 0, found (", l, ", ", r,
+                   ") for dim ", d);
       if (l == 0 && r == 0) continue;
       const bool reflect = std::holds_alternative<enumtype::kReflect>(options.mode());
       const bool circular = std::holds_alternative<enumtype::kCircular>(options.mode());

@@ -13,8 +13,7 @@ namespace {
 
 /// One value per spatial dim from a list of one (for all) or `spatial` values.
 template <class V>
-std::vector<V> per_dim(const std::vector<V>& given, std::int64_t spatial, const char* what,
-                       const Tensor& input) {
+std::vector<V> per_dim(const std::vector<V>& given, std::int64_t spatial, const char* what, const Tensor& input) {
   MINIDL_CHECK(given.size() == 1 || static_cast<std::int64_t>(given.size()) == spatial, ValueError,
                "interpolate: ", what, " must hold 1 or ", spatial, " values for input of shape ",
                shape_str(input.sizes()), ", found ", given.size());
@@ -38,7 +37,8 @@ Tensor interpolate(const Tensor& input_in, const InterpolateFuncOptions& options
                " input, found shape ", shape_str(input_in.sizes()));
   MINIDL_CHECK(linear || !options.align_corners().has_value(), ValueError,
                "interpolate: align_corners can only be set with the interpolating modes kLinear and kBilinear, "
-               "found mode ", mode);
+               "found mode ",
+               mode);
   MINIDL_CHECK(options.size().has_value() != options.scale_factor().has_value(), ValueError, "interpolate: ",
                options.size().has_value() ? "only one of size and scale_factor may be given, found both"
                                           : "size or scale_factor must be given, found neither");

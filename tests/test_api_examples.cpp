@@ -421,6 +421,23 @@ TEST(ApiExamples, RecurrentLayers) {
   EXPECT_EQ(c.sizes(), (Shape{8, 64}));
 }
 
+TEST(ApiExamples, GenerativeLayers) {
+  namespace F = nn::functional;
+  nn::Sequential decoder(nn::ConvTranspose2d(nn::ConvTranspose2dOptions(64, 32, 4).stride(2).padding(1)), nn::ReLU(),
+                         nn::Upsample(nn::UpsampleOptions().scale_factor(std::vector<double>{2, 2}).mode(kBilinear)),
+                         nn::ReflectionPad2d(1), nn::Conv2d(32, 12, 3), nn::PixelShuffle(2));
+  Tensor img = decoder(randn({8, 64, 7, 7}));           // (8, 3, 56, 56)
+  Tensor p = F::pad(img, F::PadFuncOptions({1, 1, 2, 2}).mode(kReplicate));
+  Tensor s = F::interpolate(img, F::InterpolateFuncOptions().size(std::vector<std::int64_t>{28, 28})
+                                     .mode(kBilinear).align_corners(true));
+
+  EXPECT_EQ(img.sizes(), (Shape{8, 3, 56, 56}));
+  EXPECT_EQ(p.sizes(), (Shape{8, 3, 60, 58}));
+  EXPECT_EQ(s.sizes(), (Shape{8, 3, 28, 28}));
+  (img.sum() + p.sum() + s.sum()).backward();
+  for (const Tensor& param : decoder->parameters()) EXPECT_TRUE(param.grad().defined());
+}
+
 TEST(ApiExamples, Optim) {
   manual_seed(0);
   Mlp model(10, 32, 3);

@@ -23,6 +23,7 @@
 #include "kernels/reduce.h"
 #include "kernels/rnn_cell.h"
 #include "kernels/scan.h"
+#include "kernels/upsample.h"
 #include "minidl/config.h"
 #include "minidl/tensor.h"
 #if MINIDL_CUDA_ENABLED
@@ -276,12 +277,22 @@
   template <class T>                                                                                                 \
   void rnn_cell_backward(const kernels::RnnCellBackward<T>& f);
 
+// ---- upsample: src/cpu/upsample.cpp, src/cuda/upsample.cu (the formulas: kernels/upsample.h) --------------
+// x planes x h.in x w.in, y planes x h.out x w.out, contiguous.
+//   upsample_forward:   y = interpolate(x) by nearest or (bi)linear taps.
+//   upsample_backward:  dx = its input gradient given dy, gathered per input element; overwrites dx.
+#define MINIDL_UPSAMPLE_KERNELS                                                                                      \
+  template <class T>                                                                                                 \
+  void upsample_forward(const kernels::UpsampleParams& p, const T* x, T* y);                                         \
+  template <class T>                                                                                                 \
+  void upsample_backward(const kernels::UpsampleParams& p, const T* dy, T* dx);
+
 // Every family, declared once for each backend.
 #define MINIDL_BACKEND_KERNELS                                                                                       \
   MINIDL_COPY_KERNELS MINIDL_RANGE_KERNELS MINIDL_RANDOM_KERNELS MINIDL_ELEMENTWISE_KERNELS MINIDL_REDUCE_KERNELS    \
   MINIDL_SCAN_KERNELS MINIDL_SORT_KERNELS MINIDL_MATMUL_KERNELS MINIDL_SOFTMAX_KERNELS MINIDL_CROSS_ENTROPY_KERNELS  \
   MINIDL_GATHER_KERNELS MINIDL_OPTIM_KERNELS MINIDL_CONV2D_KERNELS MINIDL_POOL2D_KERNELS MINIDL_BATCH_NORM_KERNELS   \
-  MINIDL_JOINING_KERNELS MINIDL_TRIANGLE_KERNELS MINIDL_WHERE_KERNELS MINIDL_RNN_KERNELS
+  MINIDL_JOINING_KERNELS MINIDL_TRIANGLE_KERNELS MINIDL_WHERE_KERNELS MINIDL_RNN_KERNELS MINIDL_UPSAMPLE_KERNELS
 
 namespace minidl {
 namespace cpu {
@@ -316,6 +327,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 #undef MINIDL_POOL2D_KERNELS
 #undef MINIDL_BATCH_NORM_KERNELS
 #undef MINIDL_RNN_KERNELS
+#undef MINIDL_UPSAMPLE_KERNELS
 #undef MINIDL_BACKEND_KERNELS
 
 // ---- routing --------------------------------------------------------------------------------------------

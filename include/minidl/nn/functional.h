@@ -94,3 +94,5 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction =
 }  // namespace functional
 }  // namespace nn
 }  // namespace minidl
+
+#include "minidl/nn/functional/generative.h"

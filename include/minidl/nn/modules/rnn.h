@@ -11,34 +11,12 @@
 #include <variant>
 #include <vector>
 
+#include "minidl/arg.h"
+#include "minidl/enum.h"
 #include "minidl/nn/functional.h"
 #include "minidl/nn/module.h"
 
-// The options fields' chained setters (LibTorch's TORCH_ARG); defined here unless an umbrella header already did.
-#ifndef MINIDL_ARG
-#define MINIDL_ARG(T, name)                                \
- public:                                                   \
-  auto& name(const T& v) { name##_ = v; return *this; }    \
-  const T& name() const { return name##_; }                \
-                                                           \
- private:                                                  \
-  T name##_
-#define MINIDL_RNN_DEFINED_ARG
-#endif
-
 namespace minidl {
-namespace enumtype {
-/// LibTorch's enum values of RNN's nonlinearity (torch::kTanh, torch::kReLU), each a type of its own.
-struct kTanh {
-  static constexpr const char* enum_name() { return "kTanh"; }
-};
-struct kReLU {
-  static constexpr const char* enum_name() { return "kReLU"; }
-};
-}  // namespace enumtype
-inline constexpr enumtype::kTanh kTanh{};
-inline constexpr enumtype::kReLU kReLU{};
-
 namespace nn {
 
 using RNNNonlinearity = std::variant<enumtype::kTanh, enumtype::kReLU>;
@@ -224,7 +202,3 @@ MINIDL_MODULE(GRUCell);
 }  // namespace nn
 }  // namespace minidl
 
-#ifdef MINIDL_RNN_DEFINED_ARG
-#undef MINIDL_ARG
-#undef MINIDL_RNN_DEFINED_ARG
-#endif

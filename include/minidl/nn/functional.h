@@ -93,3 +93,5 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction =
 }  // namespace functional
 }  // namespace nn
 }  // namespace minidl
+
+#include "minidl/nn/functional/normalization.h"

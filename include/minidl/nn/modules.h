@@ -264,7 +264,7 @@ class SequentialImpl : public Module {
 };
 MINIDL_MODULE(Sequential);
 
-#undef MINIDL_ARG
-
 }  // namespace nn
 }  // namespace minidl
+
+#include "minidl/nn/modules/normalization.h"

@@ -178,26 +178,25 @@ TEST(Normalization, GradcheckFunctionals) {
       const std::vector<std::int64_t> nsv(ns.begin(), ns.end());
       const Tensor x = random_tensor(shape, kFloat64, true), w = random_tensor(ns, kFloat64, true);
       const Tensor b = random_tensor(ns, kFloat64, true);
-      EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& v) { return F::layer_norm(v[0], nsv, v[1], v[2]); },
-                            {x, w, b}));
+      EXPECT_TRUE(
+          gradcheck([&](const std::vector<Tensor>& v) { return F::layer_norm(v[0], nsv, v[1], v[2]); }, {x, w, b}));
       EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& v) { return F::layer_norm(v[0], nsv); }, {x}));
-      EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& v) { return F::rms_norm(v[0], nsv, v[1], 1e-5); },
-                            {x, w}));
+      EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& v) { return F::rms_norm(v[0], nsv, v[1], 1e-5); }, {x, w}));
       EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& v) { return F::rms_norm(v[0], nsv); }, {x}));
     }
   }
   const Tensor x = random_tensor({2, 4, 3}, kFloat64, true), w = random_tensor({4}, kFloat64, true);
   const Tensor b = random_tensor({4}, kFloat64, true);
   for (std::int64_t groups : {1, 2, 4}) {
-    EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& v) { return F::group_norm(v[0], groups, v[1], v[2]); },
-                          {x, w, b}));
+    EXPECT_TRUE(
+        gradcheck([&](const std::vector<Tensor>& v) { return F::group_norm(v[0], groups, v[1], v[2]); }, {x, w, b}));
     EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& v) { return F::group_norm(v[0], groups); }, {x}));
   }
   EXPECT_TRUE(gradcheck(
       [&](const std::vector<Tensor>& v) { return F::instance_norm(v[0], Tensor(), Tensor(), v[1], v[2]); }, {x, w, b}));
   const Tensor rm = random_tensor({4}, kFloat64), rv = random_tensor({4}, kFloat64, false, 0.5, 1.5);
-  EXPECT_TRUE(gradcheck(
-      [&](const std::vector<Tensor>& v) { return F::instance_norm(v[0], rm, rv, v[1], v[2], false); }, {x, w, b}));
+  EXPECT_TRUE(gradcheck([&](const std::vector<Tensor>& v) { return F::instance_norm(v[0], rm, rv, v[1], v[2], false); },
+                        {x, w, b}));
   for (double p : {1.0, 2.0, 3.0}) {
     EXPECT_TRUE(gradcheck(
         [&](const std::vector<Tensor>& v) { return F::normalize(v[0], F::NormalizeFuncOptions().p(p).dim(1)); }, {x}));
@@ -240,7 +239,7 @@ TEST(Normalization, GradcheckModules) {
 TEST(Normalization, StridedInputsMatchContiguousCopies) {
   for (DType dt : {kFloat32, kFloat64}) {
     const Tensor base = random_tensor({6, 8, 5}, dt);
-    const Tensor t = base.transpose(0, 2);            // (5, 8, 6), strided
+    const Tensor t = base.transpose(0, 2);                   // (5, 8, 6), strided
     const Tensor s = base.slice(2, 1, 5).slice(0, 0, 6, 2);  // (3, 8, 4), sliced
     const Tensor w = random_tensor({6}, dt), b = random_tensor({6}, dt);
     expect_close(F::layer_norm(t, {6}, w, b), F::layer_norm(t.contiguous(), {6}, w, b), 0, 0, "layer_norm strided");
@@ -300,13 +299,13 @@ TEST(Normalization, ModulesStartAsPyTorchAndPrintAsLibTorch) {
   std::ostringstream os;
   os << *seq;
   const std::string s = os.str();
-  for (const char* part : {"(0): LayerNorm([2, 3], eps=1e-05, elementwise_affine=true)",
-                           "(1): LayerNorm([3], eps=1e-06, elementwise_affine=false)",
-                           "(2): RMSNorm([4], eps=None, elementwise_affine=true)",
-                           "(3): RMSNorm([4, 5], eps=1e-06, elementwise_affine=false)",
-                           "(4): GroupNorm(2, 6, eps=0.001, affine=true)",
-                           "(5): InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=false, track_running_stats=false)",
-                           "(6): InstanceNorm1d(3, eps=1e-05, momentum=0.1, affine=true, track_running_stats=true)"}) {
+  for (const char* part :
+       {"(0): LayerNorm([2, 3], eps=1e-05, elementwise_affine=true)",
+        "(1): LayerNorm([3], eps=1e-06, elementwise_affine=false)",
+        "(2): RMSNorm([4], eps=None, elementwise_affine=true)",
+        "(3): RMSNorm([4, 5], eps=1e-06, elementwise_affine=false)", "(4): GroupNorm(2, 6, eps=0.001, affine=true)",
+        "(5): InstanceNorm2d(3, eps=1e-05, momentum=0.1, affine=false, track_running_stats=false)",
+        "(6): InstanceNorm1d(3, eps=1e-05, momentum=0.1, affine=true, track_running_stats=true)"}) {
     EXPECT_NE(s.find(part), std::string::npos) << "missing \"" << part << "\" in:\n" << s;
   }
 }
@@ -314,8 +313,8 @@ TEST(Normalization, ModulesStartAsPyTorchAndPrintAsLibTorch) {
 TEST(Normalization, ModulesMatchTheirFunctionals) {
   const Tensor x = random_tensor({2, 6, 4, 5}, kFloat32);
   nn::LayerNorm ln(nn::LayerNormOptions({4, 5}).eps(1e-4));
-  expect_close(ln(x), F::layer_norm(x, F::LayerNormFuncOptions({4, 5}).weight(ln->weight).bias(ln->bias).eps(1e-4)),
-               0, 0, "LayerNorm");
+  expect_close(ln(x), F::layer_norm(x, F::LayerNormFuncOptions({4, 5}).weight(ln->weight).bias(ln->bias).eps(1e-4)), 0,
+               0, "LayerNorm");
   nn::RMSNorm rms(nn::RMSNormOptions({5}));
   expect_close(rms(x), F::rms_norm(x, F::RMSNormFuncOptions({5}).weight(rms->weight)), 0, 0, "RMSNorm");
   nn::GroupNorm gn(3, 6);
@@ -402,20 +401,24 @@ TEST(NormalizationGpu, KernelsMatchTheCpuReference) {
                                Shape{2, 4, 1}, Shape{0, 8}}) {
       const std::int64_t n = shape.back();
       const Tensor x = random_tensor(shape, dt, false, -3, 3), w = random_tensor({n}, dt), b = random_tensor({n}, dt);
-      expect_devices_agree({x, w, b}, [&](const std::vector<Tensor>& v) { return F::layer_norm(v[0], {n}, v[1], v[2]); },
-                           tol, "layer_norm " + shape_str(shape));
-      expect_devices_agree({x}, [&](const std::vector<Tensor>& v) { return F::layer_norm(v[0], {n}); }, tol,
-                           "layer_norm no affine " + shape_str(shape));
-      expect_devices_agree({x, w}, [&](const std::vector<Tensor>& v) { return F::rms_norm(v[0], {n}, v[1]); }, tol,
-                           "rms_norm " + shape_str(shape));
+      expect_devices_agree(
+          {x, w, b}, [&](const std::vector<Tensor>& v) { return F::layer_norm(v[0], {n}, v[1], v[2]); }, tol,
+          "layer_norm " + shape_str(shape));
+      expect_devices_agree(
+          {x}, [&](const std::vector<Tensor>& v) { return F::layer_norm(v[0], {n}); }, tol,
+          "layer_norm no affine " + shape_str(shape));
+      expect_devices_agree(
+          {x, w}, [&](const std::vector<Tensor>& v) { return F::rms_norm(v[0], {n}, v[1]); }, tol,
+          "rms_norm " + shape_str(shape));
     }
     const Tensor x = random_tensor({4, 32, 16, 16}, dt), w = random_tensor({32}, dt), b = random_tensor({32}, dt);
-    expect_devices_agree({x, w, b}, [&](const std::vector<Tensor>& v) { return F::group_norm(v[0], 8, v[1], v[2]); },
-                         tol, "group_norm");
-    expect_devices_agree({x, w, b},
-                         [&](const std::vector<Tensor>& v) { return F::instance_norm(v[0], {}, {}, v[1], v[2]); },
-                         tol, "instance_norm");
-    expect_devices_agree({x}, [&](const std::vector<Tensor>& v) { return F::normalize(v[0]); }, tol, "normalize");
+    expect_devices_agree(
+        {x, w, b}, [&](const std::vector<Tensor>& v) { return F::group_norm(v[0], 8, v[1], v[2]); }, tol, "group_norm");
+    expect_devices_agree(
+        {x, w, b}, [&](const std::vector<Tensor>& v) { return F::instance_norm(v[0], {}, {}, v[1], v[2]); }, tol,
+        "instance_norm");
+    expect_devices_agree(
+        {x}, [&](const std::vector<Tensor>& v) { return F::normalize(v[0]); }, tol, "normalize");
     // A view that starts one element into its storage: no 16-byte packs.
     const Tensor big = random_tensor({8 * 768 + 1}, dt);
     const Tensor off = minidl::testing::storage_view(big, 1, {8, 768});
@@ -442,8 +445,8 @@ void check_golden_on(Device device) {
     const std::string op = c["op"], label = op + " " + c["dtype"].get<std::string>() + " on " + device.str();
     const json& a = c["args"];
     const json& in = c["inputs"];
-    std::vector<Tensor> v = leaves({decode(in["input"], device), decode(in["weight"], device),
-                                    decode(in["bias"], device)});
+    std::vector<Tensor> v =
+        leaves({decode(in["input"], device), decode(in["weight"], device), decode(in["bias"], device)});
     Tensor rm = decode(in["running_mean"], device), rv = decode(in["running_var"], device);
     Tensor y;
     const double eps = a.contains("eps") ? a["eps"].get<double>() : 0.0;
@@ -455,9 +458,11 @@ void check_golden_on(Device device) {
     } else if (op == "group_norm") {
       y = F::group_norm(v[0], a["num_groups"].get<std::int64_t>(), v[1], v[2], eps);
     } else if (op == "instance_norm") {
-      y = F::instance_norm(v[0], rm, rv, v[1], v[2], a["use_input_stats"].get<bool>(), a["momentum"].get<double>(), eps);
+      y = F::instance_norm(v[0], rm, rv, v[1], v[2], a["use_input_stats"].get<bool>(), a["momentum"].get<double>(),
+                           eps);
     } else {
-      y = F::normalize(v[0], F::NormalizeFuncOptions().p(a["p"].get<double>()).dim(a["dim"].get<std::int64_t>()).eps(eps));
+      y = F::normalize(v[0],
+                       F::NormalizeFuncOptions().p(a["p"].get<double>()).dim(a["dim"].get<std::int64_t>()).eps(eps));
     }
     const bool f64 = c["dtype"] == "float64";
     const double rtol = f64 ? 1e-7 : 1e-4, atol = f64 ? 1e-7 : 1e-5;

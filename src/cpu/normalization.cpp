@@ -62,7 +62,9 @@ template <class T>
 void row_norm_backward(const RowNormParams& p, const T* x, const T* dy, const T* gamma, const T* mean, const T* rstd,
                        T* dx, T* dgamma, T* dbeta) {
   if (p.n == 0) return;
-  const auto stats = [&](Index r) { return RowStats<double>{static_cast<double>(mean[r]), static_cast<double>(rstd[r])}; };
+  const auto stats = [&](Index r) {
+    return RowStats<double>{static_cast<double>(mean[r]), static_cast<double>(rstd[r])};
+  };
   if (dx && p.rows > 0) {
     parallel_for(p.rows, 6.0 * static_cast<double>(p.n), [&](Index begin, Index end) {
       for (Index r = begin; r < end; ++r) {
@@ -107,10 +109,10 @@ void row_norm_backward(const RowNormParams& p, const T* x, const T* dy, const T*
   });
 }
 
-#define MINIDL_INSTANTIATE_ROW_NORM(T)                                                                         \
-  template void row_norm_forward<T>(const RowNormParams&, const T*, const T*, const T*, T*, T*, T*);        \
-  template void row_norm_backward<T>(const RowNormParams&, const T*, const T*, const T*, const T*, const T*, \
-                                     T*, T*, T*);
+#define MINIDL_INSTANTIATE_ROW_NORM(T)                                                                               \
+  template void row_norm_forward<T>(const RowNormParams&, const T*, const T*, const T*, T*, T*, T*);                 \
+  template void row_norm_backward<T>(const RowNormParams&, const T*, const T*, const T*, const T*, const T*, T*, T*, \
+                                     T*);
 MINIDL_INSTANTIATE_ROW_NORM(float)
 MINIDL_INSTANTIATE_ROW_NORM(double)
 #undef MINIDL_INSTANTIATE_ROW_NORM

@@ -22,8 +22,8 @@ using kernels::RowNormGrad;
 using kernels::RowNormParams;
 using kernels::RowStats;
 
-constexpr i64 kMaxPacksPerLane = 8;     // longer rows take a block of warps each
-constexpr int kBlockWarps = 8;          // warps of a row's group when it takes a block
+constexpr i64 kMaxPacksPerLane = 8;              // longer rows take a block of warps each
+constexpr int kBlockWarps = 8;                   // warps of a row's group when it takes a block
 constexpr std::size_t kSharedBytes = 48 * 1024;  // the accumulators' limit without an opt-in
 
 /// Sum of v over the W warps of this thread's row group (group = warp / W); every thread gets the result. W > 1
@@ -48,7 +48,7 @@ __device__ A group_sum(A v, A* red) {
 /// Thread geometry of a block of S row groups of W warps each.
 template <int W, int S>
 struct RowGroups {
-  static constexpr int kThreads = kWarp * W * S, kRowThreads = kWarp * W;
+  static constexpr int kRowThreads = kWarp * W;
   __device__ static int slot() { return threadIdx.x / kRowThreads; }
   __device__ static int lane() { return threadIdx.x % kRowThreads; }
 };
@@ -63,8 +63,8 @@ __device__ Wide<T, K> load_or(const T* p, i64 q, T otherwise) {
 }
 
 template <class T, int K, int W, int S>
-__global__ void __launch_bounds__(kWarp * W * S) row_norm_forward_kernel(RowNormParams p, const T* x, const T* gamma,
-                                                                         const T* beta, T* y, T* mean, T* rstd) {
+__global__ void __launch_bounds__(kWarp* W* S)
+    row_norm_forward_kernel(RowNormParams p, const T* x, const T* gamma, const T* beta, T* y, T* mean, T* rstd) {
   using G = RowGroups<W, S>;
   __shared__ T red[W * S];
   const i64 packs = p.n / K;
@@ -110,7 +110,7 @@ __global__ void __launch_bounds__(kWarp * W * S) row_norm_forward_kernel(RowNorm
 /// `shared_acc`, else in this group's own partial row of `partial`. Shared accumulators are summed per block into
 /// partial row blockIdx.x at the end.
 template <class T, int K, int W, int S>
-__global__ void __launch_bounds__(kWarp * W * S)
+__global__ void __launch_bounds__(kWarp* W* S)
     row_norm_backward_kernel(RowNormParams p, const T* x, const T* dy, const T* gamma, const T* mean, const T* rstd,
                              T* dx, T* partial, bool shared_acc) {
   using G = RowGroups<W, S>;
@@ -226,8 +226,8 @@ struct ForwardLaunch {
   template <int K, int W>
   void operator()() const {
     constexpr int S = kBlockWarps / W;
-    row_norm_forward_kernel<T, K, W, S><<<groups_grid(p.rows, S, kMaxRowBlocks), kWarp * W * S, 0, stream()>>>(
-        p, x, gamma, beta, y, mean, rstd);
+    row_norm_forward_kernel<T, K, W, S>
+        <<<groups_grid(p.rows, S, kMaxRowBlocks), kWarp * W * S, 0, stream()>>>(p, x, gamma, beta, y, mean, rstd);
   }
 };
 
@@ -241,7 +241,8 @@ struct BackwardLaunch {
     constexpr int S = W == 1 ? 4 : 1;  // a warp's rows: four groups of accumulators per block fit 48 KiB
     const bool want_params = dgamma || dbeta;
     // Enough blocks to fill the device twice over: more only add partial rows to sum.
-    const unsigned int grid = groups_grid(p.rows, S, want_params ? 2LL * sm_count() * (kBlockWarps / (W * S)) : kMaxRowBlocks);
+    const unsigned int grid =
+        groups_grid(p.rows, S, want_params ? 2LL * sm_count() * (kBlockWarps / (W * S)) : kMaxRowBlocks);
     const std::size_t acc_bytes = static_cast<std::size_t>(S * 2 * p.n) * sizeof(T);
     const bool shared_acc = want_params && acc_bytes <= kSharedBytes;
     const i64 parts = shared_acc ? grid : static_cast<i64>(grid) * S;
@@ -251,8 +252,8 @@ struct BackwardLaunch {
         p, x, dy, gamma, mean, rstd, dx, partial.as<T>(), shared_acc);
     MINIDL_CUDA_KERNEL_CHECK();
     if (want_params) {
-      sum_partials_kernel<T><<<blocks_for(2 * p.n), kThreads, 0, stream()>>>(partial.as<T>(), parts, p.n, dgamma,
-                                                                             dbeta);
+      sum_partials_kernel<T>
+          <<<blocks_for(2 * p.n), kThreads, 0, stream()>>>(partial.as<T>(), parts, p.n, dgamma, dbeta);
     }
   }
 };
@@ -281,10 +282,10 @@ void row_norm_backward(const RowNormParams& p, const T* x, const T* dy, const T*
   MINIDL_CUDA_KERNEL_CHECK();
 }
 
-#define MINIDL_INSTANTIATE_ROW_NORM(T)                                                                         \
-  template void row_norm_forward<T>(const RowNormParams&, const T*, const T*, const T*, T*, T*, T*);        \
-  template void row_norm_backward<T>(const RowNormParams&, const T*, const T*, const T*, const T*, const T*, \
-                                     T*, T*, T*);
+#define MINIDL_INSTANTIATE_ROW_NORM(T)                                                                               \
+  template void row_norm_forward<T>(const RowNormParams&, const T*, const T*, const T*, T*, T*, T*);                 \
+  template void row_norm_backward<T>(const RowNormParams&, const T*, const T*, const T*, const T*, const T*, T*, T*, \
+                                     T*);
 MINIDL_INSTANTIATE_ROW_NORM(float)
 MINIDL_INSTANTIATE_ROW_NORM(double)
 #undef MINIDL_INSTANTIATE_ROW_NORM

@@ -7,8 +7,8 @@
 #include <limits>
 
 #include "layers/layer_utils.h"
-#include "minidl/nn/functional.h"
 #include "minidl/math.h"
+#include "minidl/nn/functional.h"
 #include "minidl/reduction.h"
 
 namespace minidl {
@@ -50,7 +50,8 @@ Tensor row_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_
   MINIDL_LAYER_KERNEL(x, row_norm_forward, p, layers::ptr<T>(x), layers::ptr<T>(weight), layers::ptr<T>(bias),
                       layers::ptr<T>(y), layers::ptr<T>(mean), layers::ptr<T>(rstd));
   const bool has_w = weight.defined(), has_b = bias.defined();
-  const bool need_x = x.requires_grad(), need_w = has_w && weight.requires_grad(), need_b = has_b && bias.requires_grad();
+  const bool need_x = x.requires_grad(), need_w = has_w && weight.requires_grad(),
+             need_b = has_b && bias.requires_grad();
   const autograd::SavedTensor sx(x, op);
   const autograd::SavedTensor sw = has_w ? autograd::SavedTensor(weight, op) : autograd::SavedTensor();
   const std::string node = std::string(centered ? "NativeLayerNorm" : "RMSNorm") + "Backward";
@@ -67,8 +68,8 @@ Tensor row_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_
 }
 
 /// layer_norm and rms_norm: the checks, the (rows, n) view and back.
-Tensor normalize_trailing(const Tensor& input, const std::vector<std::int64_t>& normalized_shape,
-                          const Tensor& weight, const Tensor& bias, double eps, bool centered, const char* op) {
+Tensor normalize_trailing(const Tensor& input, const std::vector<std::int64_t>& normalized_shape, const Tensor& weight,
+                          const Tensor& bias, double eps, bool centered, const char* op) {
   ops::check_defined(input, op, "input");
   check_dtype(input, op);
   check_eps(eps, op);
@@ -99,8 +100,8 @@ Shape channel_shape(std::int64_t channels, std::int64_t dims) {
 }
 
 /// group_norm and instance_norm: y = rownorm over (N * groups, rest) * weight + bias per channel.
-Tensor normalize_groups(const Tensor& input, std::int64_t groups, const Tensor& weight, const Tensor& bias,
-                        double eps, const char* op) {
+Tensor normalize_groups(const Tensor& input, std::int64_t groups, const Tensor& weight, const Tensor& bias, double eps,
+                        const char* op) {
   const std::int64_t N = input.size(0), C = input.size(1);
   const std::int64_t rest = N * groups == 0 ? 0 : input.numel() / (N * groups);
   Tensor y = row_norm(input.reshape({N * groups, rest}), Tensor(), Tensor(), eps, true, op).reshape(input.sizes());
@@ -162,14 +163,15 @@ Tensor instance_norm(const Tensor& input, const Tensor& running_mean, const Tens
   MINIDL_CHECK(running_mean.defined() == running_var.defined(), ValueError, op,
                ": pass both running_mean and running_var, or neither");
   if (!use_input_stats) {
-    MINIDL_CHECK(running_mean.defined(), ValueError, op,
-                 ": use_input_stats=false needs running_mean and running_var");
+    MINIDL_CHECK(running_mean.defined(), ValueError, op, ": use_input_stats=false needs running_mean and running_var");
     // The running statistics normalise: batch_norm's evaluation on the (N, C, spatial) view.
     return batch_norm(input.reshape({N, C, spatial}), running_mean, running_var, weight, bias, false, momentum, eps)
         .reshape(input.sizes());
   }
-  MINIDL_CHECK(spatial > 1, ValueError, op, ": expected more than 1 spatial element when using the input's "
-               "statistics, found input of shape ", shape_str(input.sizes()));
+  MINIDL_CHECK(spatial > 1, ValueError, op,
+               ": expected more than 1 spatial element when using the input's "
+               "statistics, found input of shape ",
+               shape_str(input.sizes()));
   if (running_mean.defined() && N > 0) {
     // PyTorch's update: the batch's mean of the per-instance means and unbiased variances.
     NoGradGuard no_grad;

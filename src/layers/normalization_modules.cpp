@@ -47,8 +47,8 @@ Tensor LayerNormImpl::forward(const Tensor& input) {
 }
 void LayerNormImpl::pretty_print(std::ostream& os) const {
   os << "LayerNorm(";
-  print_dims(os, options.normalized_shape()) << ", eps=" << options.eps()
-                                             << ", elementwise_affine=" << bool_str(options.elementwise_affine());
+  print_dims(os, options.normalized_shape())
+      << ", eps=" << options.eps() << ", elementwise_affine=" << bool_str(options.elementwise_affine());
   if (!options.bias()) os << ", bias=false";
   os << ")";
 }
@@ -97,8 +97,8 @@ Tensor GroupNormImpl::forward(const Tensor& input) {
   return F::group_norm(input, options.num_groups(), weight, bias, options.eps());
 }
 void GroupNormImpl::pretty_print(std::ostream& os) const {
-  os << "GroupNorm(" << options.num_groups() << ", " << options.num_channels()
-     << ", eps=" << options.eps() << ", affine=" << bool_str(options.affine()) << ")";
+  os << "GroupNorm(" << options.num_groups() << ", " << options.num_channels() << ", eps=" << options.eps()
+     << ", affine=" << bool_str(options.affine()) << ")";
 }
 
 InstanceNormImplBase::InstanceNormImplBase(InstanceNormOptions o, std::string name, std::int64_t spatial_dims)
@@ -141,23 +141,23 @@ Tensor InstanceNormImplBase::forward(const Tensor& input) {
   const bool unbatched = input.dim() == batched - 1;
   const Tensor x = unbatched ? input.unsqueeze(0) : input;
   // PyTorch raises for a channel count other than num_features only where the parameters or statistics need it.
-  MINIDL_CHECK(x.size(1) == options.num_features() || (!options.affine() && !options.track_running_stats()),
-               ValueError, name(), ": expected input's size at dim ", unbatched ? 0 : 1, " to match num_features (",
+  MINIDL_CHECK(x.size(1) == options.num_features() || (!options.affine() && !options.track_running_stats()), ValueError,
+               name(), ": expected input's size at dim ", unbatched ? 0 : 1, " to match num_features (",
                options.num_features(), "), found shape ", shape_str(input.sizes()));
   const bool use_input_stats = is_training() || !options.track_running_stats();
   if (is_training() && options.track_running_stats()) {
     NoGradGuard g;
     num_batches_tracked.add_(1);
   }
-  const Tensor y = F::instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, options.momentum(),
-                                    options.eps());
+  const Tensor y =
+      F::instance_norm(x, running_mean, running_var, weight, bias, use_input_stats, options.momentum(), options.eps());
   return unbatched ? y.squeeze(0) : y;
 }
 
 void InstanceNormImplBase::pretty_print(std::ostream& os) const {
-  os << name() << "(" << options.num_features() << ", eps=" << options.eps()
-     << ", momentum=" << options.momentum() << ", affine=" << bool_str(options.affine())
-     << ", track_running_stats=" << bool_str(options.track_running_stats()) << ")";
+  os << name() << "(" << options.num_features() << ", eps=" << options.eps() << ", momentum=" << options.momentum()
+     << ", affine=" << bool_str(options.affine()) << ", track_running_stats=" << bool_str(options.track_running_stats())
+     << ")";
 }
 
 }  // namespace nn

@@ -16,8 +16,8 @@ namespace functional {
 
 /// Normalises over the trailing dims `normalized_shape` (input (*, normalized_shape)); weight and bias have
 /// shape normalized_shape or are undefined.
-Tensor layer_norm(const Tensor& input, const std::vector<std::int64_t>& normalized_shape,
-                  const Tensor& weight = {}, const Tensor& bias = {}, double eps = 1e-5);
+Tensor layer_norm(const Tensor& input, const std::vector<std::int64_t>& normalized_shape, const Tensor& weight = {},
+                  const Tensor& bias = {}, double eps = 1e-5);
 inline Tensor layer_norm(const Tensor& input, const LayerNormFuncOptions& options) {
   return layer_norm(input, options.normalized_shape(), options.weight(), options.bias(), options.eps());
 }

@@ -13,7 +13,8 @@ namespace nn {
 
 class LayerNormImpl : public Module {
  public:
-  LayerNormImpl(std::vector<std::int64_t> normalized_shape) : LayerNormImpl(LayerNormOptions(std::move(normalized_shape))) {}
+  LayerNormImpl(std::vector<std::int64_t> normalized_shape)
+      : LayerNormImpl(LayerNormOptions(std::move(normalized_shape))) {}
   explicit LayerNormImpl(LayerNormOptions options);
   Tensor forward(const Tensor& input) override;
   void reset_parameters();

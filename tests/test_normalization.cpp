@@ -426,6 +426,32 @@ TEST(NormalizationGpu, KernelsMatchTheCpuReference) {
   }
 }
 
+TEST(NormalizationGpu, ForwardAndBackwardCaptureInACudaGraph) {
+  MINIDL_REQUIRE_GPU();
+  const Device cuda("cuda");
+  const Tensor x = random_tensor({256, 768}, kFloat32).to(cuda).requires_grad_(true);
+  const Tensor w = random_tensor({768}, kFloat32).to(cuda).requires_grad_(true);
+  const Tensor b = random_tensor({768}, kFloat32).to(cuda).requires_grad_(true);
+  const Tensor g = random_tensor({256, 768}, kFloat32).to(cuda);
+  Tensor y;
+  const auto step = [&] {
+    for (Tensor t : {x, w, b}) t.mutable_grad() = Tensor();
+    y = F::layer_norm(x, {768}, w, b);
+    y.backward(g);
+  };
+  step();  // eager: the reference
+  const Tensor y0 = y.detach().clone(), dx0 = x.grad().clone(), dw0 = w.grad().clone(), db0 = b.grad().clone();
+  cuda::CUDAGraph graph;
+  graph.capture_begin();
+  step();
+  graph.capture_end();
+  graph.replay();
+  expect_close(y, y0, 0, 0, "captured forward");
+  expect_close(x.grad(), dx0, 0, 0, "captured dx");
+  expect_close(w.grad(), dw0, 0, 0, "captured dweight");
+  expect_close(b.grad(), db0, 0, 0, "captured dbias");
+}
+
 // ---- PyTorch's results ----------------------------------------------------------------------------------------
 
 const json& golden() {

@@ -172,17 +172,33 @@ __global__ void __launch_bounds__(kWarp* W* S)
   }
 }
 
-/// dgamma[c] / dbeta[c] = the sum over the `parts` partial rows (2n values each) of column c / n + c.
+constexpr int kSumSlices = 32;  // partial rows summed side by side per column (loads in flight, not a long chain)
+
+/// dgamma[c] / dbeta[c] = the sum over the `parts` partial rows (2n values each) of column c / n + c. A block takes
+/// 32 columns (threadIdx.x) and splits the rows into kSumSlices strided slices (threadIdx.y), whose sums are then
+/// added in a fixed order.
 template <class T>
-__global__ void sum_partials_kernel(const T* partial, i64 parts, i64 n, T* dgamma, T* dbeta) {
-  GRID_STRIDE(c, 2 * n) {
+__global__ void __launch_bounds__(kWarp* kSumSlices)
+    sum_partials_kernel(const T* partial, i64 parts, i64 n, T* dgamma, T* dbeta) {
+  __shared__ T slice_sums[kSumSlices][kWarp + 1];
+  for (i64 tile = blockIdx.x; tile * kWarp < 2 * n; tile += gridDim.x) {
+    const i64 c = tile * kWarp + threadIdx.x;
     T total = 0;
-    for (i64 b = 0; b < parts; ++b) total += partial[b * 2 * n + c];
-    if (c < n) {
-      if (dgamma) dgamma[c] = total;
-    } else if (dbeta) {
-      dbeta[c - n] = total;
+    if (c < 2 * n) {
+      for (i64 b = threadIdx.y; b < parts; b += kSumSlices) total += partial[b * 2 * n + c];
     }
+    slice_sums[threadIdx.y][threadIdx.x] = total;
+    __syncthreads();
+    if (threadIdx.y == 0 && c < 2 * n) {
+      total = 0;
+      for (int s = 0; s < kSumSlices; ++s) total += slice_sums[s][threadIdx.x];
+      if (c < n) {
+        if (dgamma) dgamma[c] = total;
+      } else if (dbeta) {
+        dbeta[c - n] = total;
+      }
+    }
+    __syncthreads();
   }
 }
 
@@ -252,8 +268,8 @@ struct BackwardLaunch {
         p, x, dy, gamma, mean, rstd, dx, partial.as<T>(), shared_acc);
     MINIDL_CUDA_KERNEL_CHECK();
     if (want_params) {
-      sum_partials_kernel<T>
-          <<<blocks_for(2 * p.n), kThreads, 0, stream()>>>(partial.as<T>(), parts, p.n, dgamma, dbeta);
+      sum_partials_kernel<T><<<blocks_for(2 * p.n, kWarp), dim3(kWarp, kSumSlices), 0, stream()>>>(
+          partial.as<T>(), parts, p.n, dgamma, dbeta);
     }
   }
 };

@@ -136,15 +136,25 @@ __global__ void __launch_bounds__(kWarp* W* S)
       for (i64 q = G::lane(); q < packs; q += G::kRowThreads) {
         const Wide<T, K> xv = load_wide<K>(x + off + q * K), dv = load_wide<K>(dy + off + q * K);
         const Wide<T, K> gw = load_or<K>(gamma, q, T(1));
+        Wide<T, K> dg;
 #pragma unroll
         for (int j = 0; j < K; ++j) {
           const T xhat = s.xhat(xv.v[j]), g = dv.v[j] * gw.v[j];
           sum_g += g;
           sum_gx += g * xhat;
-          if (acc) {
-            acc[q * K + j] += dv.v[j] * xhat;
-            acc[p.n + q * K + j] += dv.v[j];
+          dg.v[j] = dv.v[j] * xhat;
+        }
+        if (acc) {  // one pack-wide access each: a lane's K accumulators are contiguous (no bank conflicts)
+          auto* ag = reinterpret_cast<Wide<T, K>*>(acc + q * K);
+          auto* ab = reinterpret_cast<Wide<T, K>*>(acc + p.n + q * K);
+          Wide<T, K> a = *ag, b = *ab;
+#pragma unroll
+          for (int j = 0; j < K; ++j) {
+            a.v[j] += dg.v[j];
+            b.v[j] += dv.v[j];
           }
+          *ag = a;
+          *ab = b;
         }
       }
     }

@@ -3,8 +3,9 @@
 // backward-input and backward-weight with TF32 off and on, and the memory-bound 2x2 max-pool and ReLUs
 // (own kernels). conv1's input gradient is left out: the training step never computes it (the image needs none).
 // tensor_ops/<op>/<shape>: the memory-bound tensor ops of a model's hot path (cat, indexing, gather, scatter_add,
-// where, masked_fill, reductions, cumsum, topk) through the public API on large float32 tensors, against
-// tensor_ops/copy (bench/compare_tensor_ops.py times PyTorch's same calls beside them).
+// where, masked_fill, reductions, cumsum, topk, GPT's LayerNorm forward and forward+backward) through the public
+// API on large float32 tensors, against tensor_ops/copy (bench/compare_tensor_ops.py times PyTorch's same calls
+// beside them).
 // attention/fwd_bwd: scaled_dot_product_attention forward and backward at B=16, 12 heads, T=1024, head dim 64,
 // causal, float32, through the flash-attention kernels (fused:1) and the composed reference path (fused:0).
 // lstm/fwd_bwd: nn::LSTM (2 layers, 512 hidden, input 512) forward and backward at T=128, batch 64, float32.
@@ -37,6 +38,7 @@
 #include <exception>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -321,8 +323,27 @@ void BM_tensor_op(benchmark::State& state, const TensorOpCase& c) {
       const std::int64_t k = std::stoll(op.substr(4));
       call = [&, k] { out = std::get<0>(minidl::topk(a, k, -1)); };
       bytes = 4 * n;
+    } else if (op == "layer_norm" || op == "layer_norm_fwd_bwd") {
+      // GPT's LayerNorm over the last dim, with weight and bias; the forward and backward reads x (and dy) and
+      // writes y (and dx) once each: 8 and 20 bytes per element (the per-row statistics and parameters aside).
+      const std::int64_t c = s.back();
+      Tensor w = minidl::randn({c}, kDevice), bias = minidl::randn({c}, kDevice);
+      if (op == "layer_norm") {
+        call = [&, w, bias] { out = minidl::nn::functional::layer_norm(a, {c}, w, bias); };
+        bytes = 8 * n;
+      } else {
+        b = randn();  // the upstream gradient
+        for (Tensor* t : {&a, &w, &bias}) t->requires_grad_(true);
+        call = [&, w, bias] {
+          for (Tensor t : {a, w, bias}) t.mutable_grad() = Tensor();  // fresh gradients, not accumulated ones
+          out = minidl::nn::functional::layer_norm(a, {c}, w, bias);
+          out.backward(b);
+        };
+        bytes = 20 * n;
+      }
     }
-    minidl::NoGradGuard no_grad;
+    std::optional<minidl::NoGradGuard> no_grad;
+    if (op != "layer_norm_fwd_bwd") no_grad.emplace();
     time_on_device(state, Cost{0, bytes}, kFp32, call);
   });
 }
@@ -379,6 +400,8 @@ const std::vector<TensorOpCase>& tensor_op_cases() {
       {"sum_middle", {64, 4096, 256}},
       {"cumsum_last", {8192, 8192}},
       {"topk50", {512, 50304}},
+      {"layer_norm", {16 * 1024, 768}},
+      {"layer_norm_fwd_bwd", {16 * 1024, 768}},
   };
   return cases;
 }

@@ -438,6 +438,18 @@ TEST(ApiExamples, GenerativeLayers) {
   for (const Tensor& param : decoder->parameters()) EXPECT_TRUE(param.grad().defined());
 }
 
+TEST(ApiExamples, NormalizationLayers) {
+  nn::LayerNorm ln(nn::LayerNormOptions({768}));
+  Tensor h = ln(randn({4, 128, 768}));                   // statistics over the last dim
+  std::cout << *ln << "\n";                             // LayerNorm([768], eps=1e-05, elementwise_affine=true)
+
+  EXPECT_EQ(h.sizes(), (Shape{4, 128, 768}));
+  expect_close(h.mean({-1}), zeros({4, 128}), 0.0, 1e-5, "LayerNorm row means");
+  std::ostringstream os;
+  os << *ln;
+  EXPECT_EQ(os.str(), "LayerNorm([768], eps=1e-05, elementwise_affine=true)");
+}
+
 TEST(ApiExamples, Optim) {
   manual_seed(0);
   Mlp model(10, 32, 3);

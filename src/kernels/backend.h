@@ -18,6 +18,7 @@
 #include "kernels/elementwise.h"
 #include "kernels/index_geometry.h"
 #include "kernels/matmul_layout.h"
+#include "kernels/normalization.h"
 #include "kernels/optim_update.h"
 #include "kernels/params.h"
 #include "kernels/reduce.h"
@@ -329,6 +330,32 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 #undef MINIDL_RNN_KERNELS
 #undef MINIDL_UPSAMPLE_KERNELS
 #undef MINIDL_BACKEND_KERNELS
+
+// ---- normalization: src/cpu/normalization.cpp, src/cuda/normalization.cu (the formulas: kernels/normalization.h) --
+// Rows of a contiguous (rows, n) x normalised one by one (layer_norm, rms_norm; group_norm and instance_norm on
+// their (N * groups, C / groups * spatial) view). gamma, beta, dgamma, dbeta hold n values or are null (absent, or
+// that gradient not wanted); mean and rstd hold one value per row (mean 0 when not centered).
+//   row_norm_forward:  y = xhat * gamma + beta, and the row statistics for the backward.
+//   row_norm_backward: dx (overwritten; may be null when not wanted), dgamma and dbeta (overwritten, summed over
+//                      the rows in an order fixed by the shape: no atomics) from x, dy and the saved statistics.
+#define MINIDL_NORMALIZATION_KERNELS                                                                                 \
+  template <class T>                                                                                                 \
+  void row_norm_forward(const kernels::RowNormParams& p, const T* x, const T* gamma, const T* beta, T* y, T* mean,   \
+                        T* rstd);                                                                                    \
+  template <class T>                                                                                                 \
+  void row_norm_backward(const kernels::RowNormParams& p, const T* x, const T* dy, const T* gamma, const T* mean,    \
+                         const T* rstd, T* dx, T* dgamma, T* dbeta);
+namespace minidl {
+namespace cpu {
+MINIDL_NORMALIZATION_KERNELS
+}  // namespace cpu
+#if MINIDL_CUDA_ENABLED
+namespace gpu {
+MINIDL_NORMALIZATION_KERNELS
+}  // namespace gpu
+#endif
+}  // namespace minidl
+#undef MINIDL_NORMALIZATION_KERNELS
 
 // ---- routing --------------------------------------------------------------------------------------------
 // Runs `call` on the backend of `device`: MINIDL_ON_BACKEND(t.device(), fill(out, 1.0)).

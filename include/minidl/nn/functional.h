@@ -96,3 +96,4 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction =
 }  // namespace minidl
 
 #include "minidl/nn/functional/generative.h"
+#include "minidl/nn/functional/normalization.h"

@@ -262,3 +262,4 @@ MINIDL_MODULE(Sequential);
 
 #include "minidl/nn/modules/rnn.h"
 #include "minidl/nn/modules/generative.h"
+#include "minidl/nn/modules/normalization.h"

@@ -264,8 +264,8 @@ TEST(ClipGradGpu, StepWithClippingCapturedInACudaGraph) {
 
 TEST(ClipGradGpu, MixedDevicesAreRejected) {
   MINIDL_REQUIRE_GPU();
-  Tensor a = testing::random_tensor({3}, kFloat32, true), b = testing::random_tensor({3}, kFloat32).to(Device(kCUDA, 0));
-  b.requires_grad_(true);
+  Tensor a = testing::random_tensor({3}, kFloat32, true);
+  Tensor b = testing::random_tensor({3}, kFloat32).to(Device(kCUDA, 0)).requires_grad_(true);
   a.mutable_grad() = testing::random_tensor({3}, kFloat32);
   b.mutable_grad() = testing::random_tensor({3}, kFloat32).to(Device(kCUDA, 0));
   EXPECT_ERROR(ValueError, clip_grad_norm_({a, b}, 1.0), "clip_grad_norm_", "one device");

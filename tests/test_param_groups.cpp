@@ -156,12 +156,10 @@ TEST(ParamGroups, BadGroupsAreRejected) {
   Tensor a = testing::random_tensor({3}, kFloat64, true), b = testing::random_tensor({2}, kFloat64, true);
   optim::SGD opt(std::vector<Tensor>{a}, 0.1);
   EXPECT_ERROR(ValueError, opt.add_param_group(OptimizerParamGroup({a})), "parameter 1", "more than once");
-  EXPECT_ERROR(TypeError,
-               opt.add_param_group(OptimizerParamGroup({b}, std::make_unique<optim::AdamOptions>(optim::AdamOptions()))),
-               "parameter group 1", "another optimizer kind");
-  EXPECT_ERROR(ValueError,
-               opt.add_param_group(OptimizerParamGroup({b}, std::make_unique<optim::SGDOptions>(optim::SGDOptions(-1.0)))),
-               "SGD", "lr");
+  const OptimizerParamGroup adam_group({b}, std::make_unique<optim::AdamOptions>(optim::AdamOptions()));
+  EXPECT_ERROR(TypeError, opt.add_param_group(adam_group), "parameter group 1", "another optimizer kind");
+  const OptimizerParamGroup bad_lr({b}, std::make_unique<optim::SGDOptions>(optim::SGDOptions(-1.0)));
+  EXPECT_ERROR(ValueError, opt.add_param_group(bad_lr), "SGD", "lr");
   EXPECT_EQ(opt.param_groups().size(), 1u) << "a rejected group is not added";
   std::vector<OptimizerParamGroup> empty;
   empty.emplace_back(std::vector<Tensor>{});
@@ -207,7 +205,9 @@ TEST(ParamGroupsGpu, GroupLrChangeReachesACapturedStep) {
   cuda::synchronize();
   MINIDL_CUDA_CHECK(cudaGraphExecDestroy(exec));
   MINIDL_CUDA_CHECK(cudaGraphDestroy(graph));
-  for (std::size_t i = 0; i < cpu.size(); ++i) expect_close(dev[i], cpu[i], 1e-5, 1e-6, "parameter " + std::to_string(i));
+  for (std::size_t i = 0; i < cpu.size(); ++i) {
+    expect_close(dev[i], cpu[i], 1e-5, 1e-6, "parameter " + std::to_string(i));
+  }
 }
 
 #endif  // MINIDL_CUDA_ENABLED

@@ -34,7 +34,9 @@ __device__ A block_combine(A v, const kernels::GradNorm& norm) {
   shared[threadIdx.x] = v;
   __syncthreads();
   for (int s = kThreads / 2; s > 0; s >>= 1) {
-    if (static_cast<int>(threadIdx.x) < s) shared[threadIdx.x] = norm.combine(shared[threadIdx.x], shared[threadIdx.x + s]);
+    if (static_cast<int>(threadIdx.x) < s) {
+      shared[threadIdx.x] = norm.combine(shared[threadIdx.x], shared[threadIdx.x + s]);
+    }
     __syncthreads();
   }
   return shared[0];

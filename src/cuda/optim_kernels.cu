@@ -100,8 +100,8 @@ void optim_step(const kernels::OptimHyper& hyper, const std::vector<kernels::Opt
 }
 
 void optim_upload(Tensor& dst, std::int64_t offset, const double* src, std::int64_t count) {
-  MINIDL_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr<double>() + offset, src, static_cast<std::size_t>(count) * sizeof(double),
-                                    cudaMemcpyHostToDevice, stream()));
+  const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(double);
+  MINIDL_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr<double>() + offset, src, bytes, cudaMemcpyHostToDevice, stream()));
 }
 
 }  // namespace gpu

@@ -24,8 +24,8 @@ std::vector<Tensor> gradients_of(const std::vector<Tensor>& parameters, const ch
     if (!g.defined()) continue;
     MINIDL_CHECK(is_floating_point(g.dtype()), TypeError, op, ": the gradient of parameter ", i,
                  " must be floating, found ", g.dtype());
-    MINIDL_CHECK(grads.empty() || g.device() == grads[0].device(), ValueError, op,
-                 ": all gradients must be on one device; the first is on ", grads.empty() ? g.device() : grads[0].device(),
+    const Device first = grads.empty() ? g.device() : grads[0].device();
+    MINIDL_CHECK(g.device() == first, ValueError, op, ": all gradients must be on one device; the first is on ", first,
                  ", the gradient of parameter ", i, " on ", g.device());
     grads.push_back(g);
   }

@@ -87,11 +87,7 @@ Optimizer::Optimizer(std::vector<OptimizerParamGroup> param_groups, std::unique_
   for (const OptimizerParamGroup& g : param_groups) add_param_group(g);
 }
 
-Optimizer::~Optimizer() {
-  for (OptimizerParamGroup& g : groups_) {
-    if (g.has_options()) g.options().owner_ = nullptr;  // the options may outlive the optimizer (a group copy)
-  }
-}
+Optimizer::~Optimizer() = default;
 
 void Optimizer::add_param_group(const OptimizerParamGroup& param_group) {
   std::unique_ptr<OptimizerOptions> options =
@@ -137,7 +133,8 @@ void Optimizer::add_param_group(const OptimizerParamGroup& param_group) {
   GroupValues values{};
   options->describe(flags, values.data());
   uploaded_.push_back(values);
-  Tensor new_values = from_vector(std::vector<double>(values.begin(), values.end()), {kernels::kOptimValues}).to(device_);
+  Tensor new_values =
+      from_vector(std::vector<double>(values.begin(), values.end()), {kernels::kOptimValues}).to(device_);
   values_ = values_.defined() ? cat({values_, new_values}) : new_values;
   options->owner_ = this;
   options->group_ = g;

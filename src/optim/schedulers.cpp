@@ -194,7 +194,8 @@ void set_momentum(OptimizerOptions& options, double momentum) {
 }
 
 bool has_momentum(const OptimizerOptions& options) {
-  return dynamic_cast<const SGDOptions*>(&options) != nullptr || dynamic_cast<const AdamOptions*>(&options) != nullptr ||
+  return dynamic_cast<const SGDOptions*>(&options) != nullptr ||
+         dynamic_cast<const AdamOptions*>(&options) != nullptr ||
          dynamic_cast<const AdamWOptions*>(&options) != nullptr;
 }
 

@@ -280,7 +280,10 @@ double OneCycleLR::anneal(double start, double end, double pct) const {
 double OneCycleLR::lr_at(std::size_t group, double /*base_lr*/, std::int64_t epoch) const {
   const auto [phase, pct] = phase_at(epoch);
   const std::vector<double>& lrs = lrs_[group];
-  return anneal(lrs[static_cast<std::size_t>(phase->start_lr)], lrs[static_cast<std::size_t>(phase->end_lr)], pct);
+  // The step to epoch total_steps, past the last phase, extrapolates; a linear anneal can go below 0 there, which
+  // PyTorch sets (no optimizer step uses it) and an optimizer here rejects: 0 instead.
+  return std::max(0.0, anneal(lrs[static_cast<std::size_t>(phase->start_lr)],
+                              lrs[static_cast<std::size_t>(phase->end_lr)], pct));
 }
 
 void OneCycleLR::set_options_at(std::int64_t epoch) {

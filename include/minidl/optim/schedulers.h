@@ -125,8 +125,9 @@ class SequentialLR : public LRScheduler {
 /// at step total_steps - 1 (three_phase: rises, falls back to initial_lr symmetrically, then anneals to
 /// min_lr), annealed by cosine ("cos") or linearly ("linear"). With cycle_momentum the momentum (SGD's
 /// momentum, Adam's and AdamW's beta1) moves inversely between max_momentum and base_momentum; other optimizers
-/// are then a ValueError, as PyTorch. max_lr: one value, or one per group. Stepping past total_steps throws
-/// ValueError, as PyTorch. Call step() once per batch.
+/// are then a ValueError, as PyTorch. max_lr: one value, or one per group. Call step() once per batch: the
+/// step to epoch total_steps extrapolates the last phase (a negative rate there, PyTorch's with linear
+/// annealing, is 0 here); stepping further throws ValueError, as PyTorch.
 class OneCycleLR : public LRScheduler {
  public:
   OneCycleLR(Optimizer& optimizer, std::vector<double> max_lr, std::int64_t total_steps, double pct_start = 0.3,

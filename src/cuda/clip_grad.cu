@@ -1,10 +1,13 @@
 // CUDA gradient-norm clipping (see kernels/backend.h). Block (x, y) of the norm kernel reduces a grid-stride
 // share of tensor y of a list into one partial result; one single-block kernel combines all partial results in
 // a fixed order, so the total is reproducible. The scaling kernel reads the total and derives the coefficient
-// on the device, so a step with clipping needs no host round trip and can be captured in a CUDA graph.
+// on the device, so a step with clipping needs no host round trip and can be captured in a CUDA graph. Both
+// kernels move 16-byte packs through a tensor that starts 16-byte aligned, then single elements for its tail.
 #include <algorithm>
+#include <cstdint>
 
 #include "cuda/context.h"
+#include "cuda/wide_access.cuh"
 #include "kernels/backend.h"
 #include "kernels/dispatch_types.h"
 
@@ -27,6 +30,16 @@ struct GradList {
 };
 static_assert(sizeof(GradList<double>) <= 4096, "clip_grad kernel arguments exceed 4 KiB");
 
+/// Elements per 16-byte pack.
+template <class T>
+constexpr int kPack = 16 / static_cast<int>(sizeof(T));
+
+/// How many leading elements of x (n of them) the pack loops cover: whole packs when x is 16-byte aligned.
+template <class T>
+__device__ i64 packed_prefix(const T* x, i64 n) {
+  return reinterpret_cast<std::uintptr_t>(x) % 16 == 0 ? n / kPack<T> * kPack<T> : 0;
+}
+
 /// A deterministic block-wide combine (fixed tree order); thread 0 gets the result.
 template <class A>
 __device__ A block_combine(A v, const kernels::GradNorm& norm) {
@@ -48,10 +61,15 @@ __global__ void norm_partials_kernel(GradList<T> list, kernels::GradNorm norm, d
   const int t = blockIdx.y;
   const T* x = list.data[t];
   const i64 n = list.numel[t];
+  const i64 first = blockIdx.x * (i64)kThreads + threadIdx.x, stride = (i64)kThreads * gridDim.x;
+  const i64 packed = packed_prefix(x, n);
   T acc = 0;
-  for (i64 i = blockIdx.x * (i64)kThreads + threadIdx.x; i < n; i += (i64)kThreads * gridDim.x) {
-    acc = norm.combine(acc, norm.term<T>(x[i]));
+  for (i64 k = first; k < packed / kPack<T>; k += stride) {
+    const Wide<T, kPack<T>> w = load_wide<kPack<T>>(x + k * kPack<T>);
+#pragma unroll
+    for (int j = 0; j < kPack<T>; ++j) acc = norm.combine(acc, norm.term<T>(w.v[j]));
   }
+  for (i64 i = packed + first; i < n; i += stride) acc = norm.combine(acc, norm.term<T>(x[i]));
   acc = block_combine(acc, norm);
   if (threadIdx.x == 0) partials[t * gridDim.x + blockIdx.x] = static_cast<double>(acc);
 }
@@ -70,7 +88,15 @@ __global__ void scale_kernel(GradList<T> list, const R* total, R max_norm) {
   const T coef = static_cast<T>(kernels::clip_coef<R>(max_norm, *total));
   T* x = list.data[t];
   const i64 n = list.numel[t];
-  for (i64 i = blockIdx.x * (i64)kThreads + threadIdx.x; i < n; i += (i64)kThreads * gridDim.x) x[i] = x[i] * coef;
+  const i64 first = blockIdx.x * (i64)kThreads + threadIdx.x, stride = (i64)kThreads * gridDim.x;
+  const i64 packed = packed_prefix(x, n);
+  for (i64 k = first; k < packed / kPack<T>; k += stride) {
+    Wide<T, kPack<T>> w = load_wide<kPack<T>>(x + k * kPack<T>);
+#pragma unroll
+    for (int j = 0; j < kPack<T>; ++j) w.v[j] = w.v[j] * coef;
+    store_wide(x + k * kPack<T>, w);
+  }
+  for (i64 i = packed + first; i < n; i += stride) x[i] = x[i] * coef;
 }
 
 /// The gradients of dtype T, cut into lists of at most kMaxTensors.
@@ -92,7 +118,8 @@ template <class T>
 dim3 grid_of(const GradList<T>& list) {
   i64 largest = 0;
   for (int t = 0; t < list.count; ++t) largest = std::max(largest, list.numel[t]);
-  return dim3(std::min(blocks_for(largest, kThreads), kMaxBlocksPerTensor), static_cast<unsigned int>(list.count));
+  const i64 packs = (largest + kPack<T> - 1) / kPack<T>;
+  return dim3(std::min(blocks_for(packs, kThreads), kMaxBlocksPerTensor), static_cast<unsigned int>(list.count));
 }
 
 }  // namespace

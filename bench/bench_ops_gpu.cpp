@@ -5,6 +5,8 @@
 // tensor_ops/<op>/<shape>: the memory-bound tensor ops of a model's hot path (cat, indexing, gather, scatter_add,
 // where, masked_fill, reductions, cumsum, topk) through the public API on large float32 tensors, against
 // tensor_ops/copy (bench/compare_tensor_ops.py times PyTorch's same calls beside them).
+// attention/fwd_bwd: scaled_dot_product_attention forward and backward at B=16, 12 heads, T=1024, head dim 64,
+// causal, float32, through the flash-attention kernels (fused:1) and the composed reference path (fused:0).
 //
 // Timing: the first call of a pass runs eagerly (cuDNN's algorithm search and workspace allocation happen
 // there), then kCallsPerSample calls are captured into one CUDA graph, as the training step runs them. Every
@@ -323,6 +325,27 @@ void BM_tensor_op(benchmark::State& state, const TensorOpCase& c) {
   });
 }
 
+/// state.range(0): whether the flash-attention kernels run (else the composed path). FLOPs: the causal half of
+/// Q·Kᵀ and P·V forward, 2.5 times that backward (FlashAttention's count: recomputation not included); bytes:
+/// q, k, v, out, the output gradient and the three input gradients once each.
+void BM_attention(benchmark::State& state) {
+  guarded(state, [&] {
+    const std::int64_t B = 16, H = 12, T = 1024, d = 64;
+    const bool fused = state.range(0) != 0;
+    minidl::cuda::set_allow_tf32(false, false);
+    minidl::cuda::set_flash_attention_enabled(fused);
+    minidl::manual_seed(0);
+    const auto leaf = [&] { return minidl::randn({B, H, T, d}, kDevice).requires_grad_(true); };
+    const minidl::Tensor q = leaf(), k = leaf(), v = leaf(), g = minidl::randn({B, H, T, d}, kDevice);
+    const double bhttd = static_cast<double>(B * H * T) * static_cast<double>(T * d);
+    const Cost cost{3.5 * 2.0 * bhttd, 8.0 * 4.0 * static_cast<double>(B * H * T * d)};
+    time_on_device(state, cost, kFp32, [&] {
+      minidl::nn::functional::scaled_dot_product_attention(q, k, v, {}, 0.0, true).backward(g);
+    });
+    minidl::cuda::set_flash_attention_enabled(true);
+  });
+}
+
 const std::vector<TensorOpCase>& tensor_op_cases() {
   static const std::vector<TensorOpCase> cases = {
       {"copy", {1 << 26}},
@@ -388,6 +411,13 @@ int run_program(int argc, char** argv) {
   benchmark::RegisterBenchmark("relu1/backward", BM_relu, conv1, Pass::BackwardInput)->Apply(memory_args);
   benchmark::RegisterBenchmark("relu2/forward", BM_relu, conv2, Pass::Forward)->Apply(memory_args);
   benchmark::RegisterBenchmark("relu2/backward", BM_relu, conv2, Pass::BackwardInput)->Apply(memory_args);
+  benchmark::RegisterBenchmark("attention/fwd_bwd", BM_attention)
+      ->ArgNames({"fused"})
+      ->Args({1})
+      ->Args({0})
+      ->UseManualTime()
+      ->Iterations(kSamples)
+      ->Unit(benchmark::kMicrosecond);
   for (const TensorOpCase& c : tensor_op_cases()) {
     benchmark::RegisterBenchmark(("tensor_ops/" + std::string(c.op) + "/" + shape_name(c.shape)).c_str(),
                                  BM_tensor_op, c)

@@ -3,4 +3,5 @@
 #include "minidl/nn/init.h"
 #include "minidl/nn/module.h"
 #include "minidl/nn/modules.h"
+#include "minidl/nn/modules/attention.h"
 #include "minidl/nn/utils/clip_grad.h"

@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 
+#include "minidl/nn/functional/attention.h"
 #include "minidl/ops.h"
 #include "minidl/tensor.h"
 

@@ -264,7 +264,6 @@ class SequentialImpl : public Module {
 };
 MINIDL_MODULE(Sequential);
 
-#undef MINIDL_ARG
 
 }  // namespace nn
 }  // namespace minidl

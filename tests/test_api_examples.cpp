@@ -472,6 +472,33 @@ TEST(ApiExamples, Optim) {
   EXPECT_EQ(sgd.lr(), 0.1);
 }
 
+TEST(ApiExamples, ParamGroupsAndClipping) {
+  manual_seed(0);
+  Mlp backbone(10, 32, 8), head(8, 16, 3);
+  std::vector<optim::OptimizerParamGroup> groups;
+  groups.emplace_back(backbone->parameters());                       // the defaults: lr 1e-3
+  groups.emplace_back(head->parameters(), std::make_unique<optim::AdamWOptions>(optim::AdamWOptions(1e-2)));
+  optim::AdamW optimizer(groups, optim::AdamWOptions(1e-3));
+  optimizer.param_groups()[1].options().set_lr(5e-3);
+  EXPECT_EQ(optimizer.param_groups()[0].options().get_lr(), 1e-3);
+  EXPECT_EQ(optimizer.param_groups()[1].options().get_lr(), 5e-3);
+
+  Mlp model(10, 32, 3);
+  optim::SGD sgd(model->parameters(), 0.1);
+  Tensor x = randn({64, 10}) * 100.0;  // large inputs: large gradients, which the clipping scales down
+  Tensor loss = nn::functional::cross_entropy(model(x), argmax(matmul(x, randn({10, 3})), 1));
+  {
+    auto& optimizer = sgd;
+    loss.backward();
+    Tensor total = nn::utils::clip_grad_norm_(model->parameters(), /*max_norm=*/1.0);
+    optimizer.step();
+    EXPECT_GT(total.item<float>(), 1.0f);
+    Tensor squares = zeros({});
+    for (const Tensor& p : model->parameters()) squares = squares + (p.grad() * p.grad()).sum();
+    EXPECT_NEAR(std::sqrt(squares.item<float>()), 1.0f, 1e-4f) << "the gradients' norm after clipping";
+  }
+}
+
 TEST(ApiExamples, Data) {
   auto dataset = std::make_shared<Numbers>();
   data::DataLoader loader(dataset, data::DataLoaderOptions().set_batch_size(32).set_seed(1));

@@ -197,7 +197,7 @@ TEST(BadInput, OptimizersAndData) {
   EXPECT_ERROR(ValueError, optim::Adam({p}, optim::AdamOptions(1e-3).betas({0.9, 1.0})), "Adam", "betas[1]", "1");
   EXPECT_ERROR(TypeError, optim::SGD({ri({3})}, 0.1), "optimizer", "parameter 0", "int64");
   EXPECT_ERROR(ValueError, optim::SGD({p, p}, 0.1), "optimizer", "parameter 1");
-  EXPECT_ERROR(ValueError, optim::SGD({}, 0.1), "optimizer", "empty parameter list");
+  EXPECT_ERROR(ValueError, optim::SGD(std::vector<Tensor>{}, 0.1), "optimizer", "empty parameter list");
   optim::SGD sgd({p}, 0.1);
   EXPECT_ERROR(ValueError, sgd.set_lr(-1.0), "set_lr", "-1");
   EXPECT_ERROR(ValueError, optim::StepLR(sgd, 0), "StepLR", "step_size", "0");

@@ -528,7 +528,7 @@ TEST(Optimizer, BadOptionsAreRejected) {
 }
 
 TEST(Optimizer, BadParametersAreRejected) {
-  expect_error<ValueError>([] { optim::SGD({}, 0.1); }, {"empty"});
+  expect_error<ValueError>([] { optim::SGD(std::vector<Tensor>{}, 0.1); }, {"empty"});
   expect_error<ValueError>([] { optim::SGD({random_param({2}), Tensor()}, 0.1); }, {"parameter 1", "undefined"});
   expect_error<TypeError>(
       [] {

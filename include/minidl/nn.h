@@ -4,3 +4,4 @@
 #include "minidl/nn/module.h"
 #include "minidl/nn/modules.h"
 #include "minidl/nn/modules/attention.h"
+#include "minidl/nn/utils/clip_grad.h"

@@ -2,6 +2,8 @@
 // thread pool, by the same per-element functor the CUDA kernels use: an update reads and writes up to five
 // arrays per element, which Eigen's single-output expressions could only express as several passes with the
 // formula written a second time.
+#include <algorithm>
+
 #include "kernels/backend.h"
 
 #include "cpu/cpu_clones.h"
@@ -26,16 +28,18 @@ MINIDL_CPU_CLONES void update_range(const F update, T* __restrict p, const T* __
 
 }  // namespace
 
-void optim_step(const kernels::OptimHyper& hyper, const std::vector<kernels::OptimSlot>& slots, Tensor& scalars) {
-  double* s = scalars.data_ptr<double>();
+void optim_step(const kernels::OptimHyper& hyper, const std::vector<kernels::OptimSlot>& slots, Tensor& steps,
+                const Tensor& values, std::int64_t group) {
+  double* s = steps.data_ptr<double>();
+  const double* v = values.data_ptr<double>() + group * kernels::kOptimValues;
   for (const kernels::OptimSlot& slot : slots) {
-    double& step = s[1 + slot.index];
+    double& step = s[slot.index];
     step += 1.0;
     kernels::dispatch_floating(slot.param.dtype(), "optimizer step", [&](auto tag) {
       using T = typename decltype(tag)::type;
       kernels::visit_optimizer<T>(hyper.kind, [&](auto ftag) {
         using F = typename decltype(ftag)::type;
-        const F update(hyper, s[0], step);
+        const F update(hyper, v, step);
         T* p = slot.param.data_ptr<T>();
         const T* g = slot.grad.data_ptr<T>();
         T* state[kernels::kMaxOptimStates];
@@ -50,7 +54,9 @@ void optim_step(const kernels::OptimHyper& hyper, const std::vector<kernels::Opt
   }
 }
 
-void optim_set_lr(Tensor& scalars, const double* lr) { scalars.data_ptr<double>()[0] = *lr; }
+void optim_upload(Tensor& dst, std::int64_t offset, const double* src, std::int64_t count) {
+  std::copy(src, src + count, dst.data_ptr<double>() + offset);
+}
 
 }  // namespace cpu
 }  // namespace minidl

@@ -1,7 +1,7 @@
 // Multi-tensor optimizer kernels (see kernels/backend.h). Block row y of the update kernel works on tensor y
-// of the group with a grid-stride loop; each thread builds the update functor once from the learning rate and
-// the tensor's step counter, both read from device memory so that a captured step follows set_lr() and counts
-// its replays.
+// of the list with a grid-stride loop; each thread builds the update functor once from the parameter group's
+// options and the tensor's step counter, both read from device memory so that a captured step follows option
+// changes and counts its replays.
 #include <algorithm>
 
 #include "cuda/context.h"
@@ -23,7 +23,8 @@ constexpr unsigned int kMaxBlocksPerTensor = 1024;
 template <class T>
 struct TensorList {
   int count = 0;
-  double* scalars = nullptr;  // [lr, step of parameter 0, step of parameter 1, ...]
+  double* steps = nullptr;         // the step count of every parameter of the optimizer
+  const double* values = nullptr;  // the group's options (kernels::OptimValue)
   int index[kMaxTensors] = {};
   i64 numel[kMaxTensors] = {};
   T* param[kMaxTensors] = {};
@@ -34,13 +35,13 @@ static_assert(sizeof(TensorList<double>) <= 4096, "optimizer kernel arguments ex
 
 template <class T>
 __global__ void advance_steps_kernel(TensorList<T> list) {
-  if (static_cast<int>(threadIdx.x) < list.count) list.scalars[1 + list.index[threadIdx.x]] += 1.0;
+  if (static_cast<int>(threadIdx.x) < list.count) list.steps[list.index[threadIdx.x]] += 1.0;
 }
 
 template <class F, class T>
 __global__ void update_kernel(kernels::OptimHyper hyper, TensorList<T> list) {
   const int t = blockIdx.y;
-  const F update(hyper, list.scalars[0], list.scalars[1 + list.index[t]]);
+  const F update(hyper, list.values, list.steps[list.index[t]]);
   T* const p = list.param[t];
   const T* const g = list.grad[t];
   T* state[kernels::kMaxOptimStates];
@@ -66,9 +67,11 @@ void launch(const kernels::OptimHyper& hyper, const TensorList<T>& list) {
 }
 
 template <class T>
-void step_dtype(const kernels::OptimHyper& hyper, const std::vector<kernels::OptimSlot>& slots, Tensor& scalars) {
+void step_dtype(const kernels::OptimHyper& hyper, const std::vector<kernels::OptimSlot>& slots, double* steps,
+                const double* values) {
   TensorList<T> list;
-  list.scalars = scalars.data_ptr<double>();
+  list.steps = steps;
+  list.values = values;
   for (const kernels::OptimSlot& slot : slots) {
     if (slot.param.dtype() != dtype_of<T>::value) continue;
     const int t = list.count++;
@@ -89,13 +92,16 @@ void step_dtype(const kernels::OptimHyper& hyper, const std::vector<kernels::Opt
 
 }  // namespace
 
-void optim_step(const kernels::OptimHyper& hyper, const std::vector<kernels::OptimSlot>& slots, Tensor& scalars) {
-  step_dtype<float>(hyper, slots, scalars);
-  step_dtype<double>(hyper, slots, scalars);
+void optim_step(const kernels::OptimHyper& hyper, const std::vector<kernels::OptimSlot>& slots, Tensor& steps,
+                const Tensor& values, std::int64_t group) {
+  const double* v = values.data_ptr<double>() + group * kernels::kOptimValues;
+  step_dtype<float>(hyper, slots, steps.data_ptr<double>(), v);
+  step_dtype<double>(hyper, slots, steps.data_ptr<double>(), v);
 }
 
-void optim_set_lr(Tensor& scalars, const double* lr) {
-  MINIDL_CUDA_CHECK(cudaMemcpyAsync(scalars.data_ptr<double>(), lr, sizeof(double), cudaMemcpyHostToDevice, stream()));
+void optim_upload(Tensor& dst, std::int64_t offset, const double* src, std::int64_t count) {
+  const std::size_t bytes = static_cast<std::size_t>(count) * sizeof(double);
+  MINIDL_CUDA_CHECK(cudaMemcpyAsync(dst.data_ptr<double>() + offset, src, bytes, cudaMemcpyHostToDevice, stream()));
 }
 
 }  // namespace gpu

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "kernels/clip_grad.h"
 #include "kernels/dispatch_types.h"
 #include "kernels/elementwise.h"
 #include "kernels/index_geometry.h"
@@ -197,20 +198,31 @@
   void where(const Tensor& cond, const Tensor& a, const Tensor& b, Tensor& out);
 
 // ---- optimizer: src/cpu/optim_kernels.cpp, src/cuda/optim_kernels.cu ------------------------------------
-// The update rules of kernels/optim_update.h applied to every slot of a step. The CPU updates each parameter in
-// one pass split over the thread pool. CUDA launches, per group of up to a few dozen parameters of one dtype, a
-// one-block kernel that increments the group's step counters and one update kernel for the whole group; pointers
-// and sizes travel by value in the kernel arguments. Nothing is allocated, copied from the host or synchronised
-// there, so a step can be captured in a CUDA graph, and replaying it advances the device-side step counters.
+// The update rules of kernels/optim_update.h applied to every slot of one parameter group's step. The CPU
+// updates each parameter in one pass split over the thread pool. CUDA launches, per list of up to a few dozen
+// parameters of one dtype, a one-block kernel that increments the list's step counters and one update kernel
+// for the whole list; pointers and sizes travel by value in the kernel arguments, the group's options are read
+// from device memory. Nothing is allocated, copied from the host or synchronised there, so a step can be
+// captured in a CUDA graph, and replaying it advances the device-side step counters.
 #define MINIDL_OPTIM_KERNELS                                                                                         \
-  /* One optimizer step for every slot: increments the slot's step counter scalars[1 + index], then updates */       \
-  /* its parameter and state in place. `scalars` (float64) holds the learning rate at [0] and the step */            \
-  /* counters. On CUDA every tensor (and `scalars`) is on the current device. */                                     \
-  void optim_step(const kernels::OptimHyper& hyper, const std::vector<kernels::OptimSlot>& slots,                    \
-                  Tensor& scalars);                                                                                  \
-  /* Writes *lr into scalars[0]. On CUDA: queues an asynchronous copy, which reads *lr when it runs, so *lr */       \
-  /* must outlive it (the optimizer passes its own member). */                                                       \
-  void optim_set_lr(Tensor& scalars, const double* lr);
+  /* One optimizer step for every slot: increments the slot's step counter steps[index], then updates its */         \
+  /* parameter and state in place with the options values[group * kOptimValues ...] (both float64). On CUDA */     \
+  /* every tensor is on the current device. */                                                                       \
+  void optim_step(const kernels::OptimHyper& hyper, const std::vector<kernels::OptimSlot>& slots, Tensor& steps,     \
+                  const Tensor& values, std::int64_t group);                                                         \
+  /* dst (float64)[offset + k] = src[k] for k < count. On CUDA: an asynchronous copy, which may read src when */     \
+  /* it runs, so src must outlive it (the optimizer passes its own members). */                                      \
+  void optim_upload(Tensor& dst, std::int64_t offset, const double* src, std::int64_t count);
+
+// ---- clip_grad: src/cpu/clip_grad.cpp, src/cuda/clip_grad.cu (the formulas: kernels/clip_grad.h) ----------
+// Gradient-norm clipping over a list of contiguous float32 / float64 gradients of one device, in any mix.
+// CUDA: one multi-tensor kernel per dtype writes per-block partial results, one single-block kernel combines
+// them into the total; the scaling reads the total on the device. No host copy or synchronisation (capturable).
+#define MINIDL_CLIP_GRAD_KERNELS                                                                                     \
+  /* total (0-d, float32 or float64, on the gradients' device) = the `norm` norm of all gradients' elements. */      \
+  void grad_norm(const std::vector<Tensor>& grads, const kernels::GradNorm& norm, Tensor& total);                    \
+  /* Every gradient *= kernels::clip_coef(max_norm, total) computed in total's dtype, cast to the gradient's. */     \
+  void clip_grads_by_norm(const std::vector<Tensor>& grads, const Tensor& total, double max_norm);
 
 // ---- conv2d: src/cpu/conv2d.cpp (+ conv2d_winograd.cpp), src/cuda/conv2d.cpp (+ the conv2d_*.cu kernels) ---
 // x N x C x H x W, w K x C/groups x R x S, y N x K x P x Q, bias and dbias K values.
@@ -288,12 +300,28 @@
   template <class T>                                                                                                 \
   void upsample_backward(const kernels::UpsampleParams& p, const T* dy, T* dx);
 
+// ---- normalization: src/cpu/normalization.cpp, src/cuda/normalization.cu (formulas: kernels/normalization.h) ---
+// Rows of a contiguous (rows, n) x normalised one by one (layer_norm, rms_norm; group_norm and instance_norm on
+// their (N * groups, C / groups * spatial) view). gamma, beta, dgamma, dbeta hold n values or are null (absent, or
+// that gradient not wanted); mean and rstd hold one value per row (mean 0 when not centered).
+//   row_norm_forward:  y = xhat * gamma + beta, and the row statistics for the backward.
+//   row_norm_backward: dx (overwritten; may be null when not wanted), dgamma and dbeta (overwritten, summed over
+//                      the rows in an order fixed by the shape: no atomics) from x, dy and the saved statistics.
+#define MINIDL_NORMALIZATION_KERNELS                                                                                 \
+  template <class T>                                                                                                 \
+  void row_norm_forward(const kernels::RowNormParams& p, const T* x, const T* gamma, const T* beta, T* y, T* mean,   \
+                        T* rstd);                                                                                    \
+  template <class T>                                                                                                 \
+  void row_norm_backward(const kernels::RowNormParams& p, const T* x, const T* dy, const T* gamma, const T* mean,    \
+                         const T* rstd, T* dx, T* dgamma, T* dbeta);
+
 // Every family, declared once for each backend.
 #define MINIDL_BACKEND_KERNELS                                                                                       \
   MINIDL_COPY_KERNELS MINIDL_RANGE_KERNELS MINIDL_RANDOM_KERNELS MINIDL_ELEMENTWISE_KERNELS MINIDL_REDUCE_KERNELS    \
   MINIDL_SCAN_KERNELS MINIDL_SORT_KERNELS MINIDL_MATMUL_KERNELS MINIDL_SOFTMAX_KERNELS MINIDL_CROSS_ENTROPY_KERNELS  \
   MINIDL_GATHER_KERNELS MINIDL_OPTIM_KERNELS MINIDL_CONV2D_KERNELS MINIDL_POOL2D_KERNELS MINIDL_BATCH_NORM_KERNELS   \
-  MINIDL_JOINING_KERNELS MINIDL_TRIANGLE_KERNELS MINIDL_WHERE_KERNELS MINIDL_RNN_KERNELS MINIDL_UPSAMPLE_KERNELS
+  MINIDL_JOINING_KERNELS MINIDL_TRIANGLE_KERNELS MINIDL_WHERE_KERNELS MINIDL_RNN_KERNELS MINIDL_UPSAMPLE_KERNELS     \
+  MINIDL_CLIP_GRAD_KERNELS MINIDL_NORMALIZATION_KERNELS
 
 namespace minidl {
 namespace cpu {
@@ -324,38 +352,14 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 #undef MINIDL_TRIANGLE_KERNELS
 #undef MINIDL_WHERE_KERNELS
 #undef MINIDL_OPTIM_KERNELS
+#undef MINIDL_CLIP_GRAD_KERNELS
 #undef MINIDL_CONV2D_KERNELS
 #undef MINIDL_POOL2D_KERNELS
 #undef MINIDL_BATCH_NORM_KERNELS
 #undef MINIDL_RNN_KERNELS
 #undef MINIDL_UPSAMPLE_KERNELS
-#undef MINIDL_BACKEND_KERNELS
-
-// ---- normalization: src/cpu/normalization.cpp, src/cuda/normalization.cu (the formulas: kernels/normalization.h) --
-// Rows of a contiguous (rows, n) x normalised one by one (layer_norm, rms_norm; group_norm and instance_norm on
-// their (N * groups, C / groups * spatial) view). gamma, beta, dgamma, dbeta hold n values or are null (absent, or
-// that gradient not wanted); mean and rstd hold one value per row (mean 0 when not centered).
-//   row_norm_forward:  y = xhat * gamma + beta, and the row statistics for the backward.
-//   row_norm_backward: dx (overwritten; may be null when not wanted), dgamma and dbeta (overwritten, summed over
-//                      the rows in an order fixed by the shape: no atomics) from x, dy and the saved statistics.
-#define MINIDL_NORMALIZATION_KERNELS                                                                                 \
-  template <class T>                                                                                                 \
-  void row_norm_forward(const kernels::RowNormParams& p, const T* x, const T* gamma, const T* beta, T* y, T* mean,   \
-                        T* rstd);                                                                                    \
-  template <class T>                                                                                                 \
-  void row_norm_backward(const kernels::RowNormParams& p, const T* x, const T* dy, const T* gamma, const T* mean,    \
-                         const T* rstd, T* dx, T* dgamma, T* dbeta);
-namespace minidl {
-namespace cpu {
-MINIDL_NORMALIZATION_KERNELS
-}  // namespace cpu
-#if MINIDL_CUDA_ENABLED
-namespace gpu {
-MINIDL_NORMALIZATION_KERNELS
-}  // namespace gpu
-#endif
-}  // namespace minidl
 #undef MINIDL_NORMALIZATION_KERNELS
+#undef MINIDL_BACKEND_KERNELS
 
 // ---- routing --------------------------------------------------------------------------------------------
 // Runs `call` on the backend of `device`: MINIDL_ON_BACKEND(t.device(), fill(out, 1.0)).

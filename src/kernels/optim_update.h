@@ -3,7 +3,9 @@
 // backends apply exactly the same formula (PyTorch's single-tensor path, operation for operation). A functor is
 // built once per parameter and step from the hyper-parameters, the current learning rate and the parameter's
 // step count (1 on its first update), then called for every element i with the parameter, its gradient and its
-// state buffers. Coefficients are derived in double, as PyTorch's Python scalars are, then rounded to T.
+// state buffers. Coefficients are derived in double, as PyTorch's Python scalars are, then rounded to T. The
+// numeric options come as an array of double (OptimValue's layout), the parameter group's block of a device
+// tensor on CUDA, so that a captured step reads the values current at each replay.
 #include <cstdint>
 
 #include "kernels/dispatch_types.h"
@@ -15,17 +17,15 @@ namespace kernels {
 
 enum class OptimKind : std::uint8_t { Sgd, Adam, Adadelta };
 
-/// Fixed settings of one optimizer (trivially copyable: passed to kernels by value).
+/// The positions of a group's numeric options in the array the update rules read.
+enum OptimValue : int { kLr, kWeightDecay, kMomentum, kDampening, kBeta1, kBeta2, kEps, kRho, kOptimValues };
+
+/// The update rule and its structural flags, fixed per launch (trivially copyable: passed to kernels by value).
 struct OptimHyper {
   OptimKind kind = OptimKind::Sgd;
-  double weight_decay = 0.0;
-  double momentum = 0.0, dampening = 0.0;  // SGD
-  bool nesterov = false;
-  double beta1 = 0.9, beta2 = 0.999;       // Adam, AdamW
-  bool amsgrad = false;
-  bool decoupled_weight_decay = false;     // AdamW
-  double rho = 0.9;                        // Adadelta
-  double eps = 1e-8;                       // Adam, AdamW, Adadelta
+  bool nesterov = false;                // SGD
+  bool amsgrad = false;                 // Adam, AdamW
+  bool decoupled_weight_decay = false;  // AdamW
 };
 
 /// Most state buffers any optimizer keeps per parameter (Adam with amsgrad: exp_avg, exp_avg_sq, max_exp_avg_sq).
@@ -47,11 +47,11 @@ struct SgdUpdate {
   T lr, weight_decay, momentum, keep;  // keep = 1 - dampening
   bool nesterov, first;
 
-  MINIDL_HD SgdUpdate(const OptimHyper& h, double lr_now, double step)
-      : lr(static_cast<T>(lr_now)),
-        weight_decay(static_cast<T>(h.weight_decay)),
-        momentum(static_cast<T>(h.momentum)),
-        keep(static_cast<T>(1.0 - h.dampening)),
+  MINIDL_HD SgdUpdate(const OptimHyper& h, const double* v, double step)
+      : lr(static_cast<T>(v[kLr])),
+        weight_decay(static_cast<T>(v[kWeightDecay])),
+        momentum(static_cast<T>(v[kMomentum])),
+        keep(static_cast<T>(1.0 - v[kDampening])),
         nesterov(h.nesterov),
         first(step == 1.0) {}
 
@@ -77,15 +77,15 @@ struct AdamUpdate {
   T one_minus_beta1, beta2, one_minus_beta2, neg_step_size, bias_correction2_sqrt, eps;
   bool amsgrad, decoupled;
 
-  MINIDL_HD AdamUpdate(const OptimHyper& h, double lr_now, double step)
-      : weight_decay(static_cast<T>(h.weight_decay)),
-        decay(static_cast<T>(1.0 - lr_now * h.weight_decay)),
-        one_minus_beta1(static_cast<T>(1.0 - h.beta1)),
-        beta2(static_cast<T>(h.beta2)),
-        one_minus_beta2(static_cast<T>(1.0 - h.beta2)),
-        neg_step_size(static_cast<T>(-(lr_now / (1.0 - ::pow(h.beta1, step))))),
-        bias_correction2_sqrt(static_cast<T>(::sqrt(1.0 - ::pow(h.beta2, step)))),
-        eps(static_cast<T>(h.eps)),
+  MINIDL_HD AdamUpdate(const OptimHyper& h, const double* v, double step)
+      : weight_decay(static_cast<T>(v[kWeightDecay])),
+        decay(static_cast<T>(1.0 - v[kLr] * v[kWeightDecay])),
+        one_minus_beta1(static_cast<T>(1.0 - v[kBeta1])),
+        beta2(static_cast<T>(v[kBeta2])),
+        one_minus_beta2(static_cast<T>(1.0 - v[kBeta2])),
+        neg_step_size(static_cast<T>(-(v[kLr] / (1.0 - ::pow(v[kBeta1], step))))),
+        bias_correction2_sqrt(static_cast<T>(::sqrt(1.0 - ::pow(v[kBeta2], step)))),
+        eps(static_cast<T>(v[kEps])),
         amsgrad(h.amsgrad),
         decoupled(h.decoupled_weight_decay) {}
 
@@ -119,12 +119,12 @@ struct AdadeltaUpdate {
   static constexpr double kCost = 30;
   T lr, weight_decay, rho, one_minus_rho, eps;
 
-  MINIDL_HD AdadeltaUpdate(const OptimHyper& h, double lr_now, double /*step*/)
-      : lr(static_cast<T>(lr_now)),
-        weight_decay(static_cast<T>(h.weight_decay)),
-        rho(static_cast<T>(h.rho)),
-        one_minus_rho(static_cast<T>(1.0 - h.rho)),
-        eps(static_cast<T>(h.eps)) {}
+  MINIDL_HD AdadeltaUpdate(const OptimHyper& /*h*/, const double* v, double /*step*/)
+      : lr(static_cast<T>(v[kLr])),
+        weight_decay(static_cast<T>(v[kWeightDecay])),
+        rho(static_cast<T>(v[kRho])),
+        one_minus_rho(static_cast<T>(1.0 - v[kRho])),
+        eps(static_cast<T>(v[kEps])) {}
 
   MINIDL_HD void operator()(std::int64_t i, T* p, const T* g, T* const* state) const {
     T grad = g[i];

@@ -14,22 +14,23 @@ void AdadeltaOptions::validate() const {
   check_unit_interval("Adadelta", "rho", rho_);
 }
 
-Adadelta::Adadelta(std::vector<Tensor> params, AdadeltaOptions options)
-    : Optimizer(std::move(params)), options_(options) {
-  options_.validate();
-  set_lr(options_.lr());
-  add_state("square_avg");
-  add_state("acc_delta");
+std::vector<std::string> AdadeltaOptions::state_names() const { return {"square_avg", "acc_delta"}; }
+
+std::size_t AdadeltaOptions::states_needed() const { return 2; }
+
+void AdadeltaOptions::describe(kernels::OptimHyper& flags, double* values) const {
+  flags.kind = kernels::OptimKind::Adadelta;
+  values[kernels::kLr] = lr_;
+  values[kernels::kWeightDecay] = weight_decay_;
+  values[kernels::kRho] = rho_;
+  values[kernels::kEps] = eps_;
 }
 
-void Adadelta::step() {
-  kernels::OptimHyper h;
-  h.kind = kernels::OptimKind::Adadelta;
-  h.rho = options_.rho();
-  h.eps = options_.eps();
-  h.weight_decay = options_.weight_decay();
-  update(h);
-}
+Adadelta::Adadelta(std::vector<OptimizerParamGroup> param_groups, AdadeltaOptions defaults)
+    : Optimizer(std::move(param_groups), std::make_unique<AdadeltaOptions>(defaults)) {}
+
+Adadelta::Adadelta(std::vector<Tensor> params, AdadeltaOptions defaults)
+    : Adadelta(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, defaults) {}
 
 }  // namespace optim
 }  // namespace minidl

@@ -22,27 +22,35 @@ void AdamFamilyOptions<kDecoupled>::validate() const {
 }
 
 template <bool kDecoupled>
-AdamFamily<kDecoupled>::AdamFamily(std::vector<Tensor> params, AdamFamilyOptions<kDecoupled> options)
-    : Optimizer(std::move(params)), options_(options) {
-  options_.validate();
-  set_lr(options_.lr());
-  add_state("exp_avg");
-  add_state("exp_avg_sq");
-  if (options_.amsgrad()) add_state("max_exp_avg_sq");
+std::vector<std::string> AdamFamilyOptions<kDecoupled>::state_names() const {
+  return {"exp_avg", "exp_avg_sq", "max_exp_avg_sq"};
 }
 
 template <bool kDecoupled>
-void AdamFamily<kDecoupled>::step() {
-  kernels::OptimHyper h;
-  h.kind = kernels::OptimKind::Adam;
-  h.beta1 = std::get<0>(options_.betas());
-  h.beta2 = std::get<1>(options_.betas());
-  h.eps = options_.eps();
-  h.weight_decay = options_.weight_decay();
-  h.amsgrad = options_.amsgrad();
-  h.decoupled_weight_decay = kDecoupled;
-  update(h);
+std::size_t AdamFamilyOptions<kDecoupled>::states_needed() const {
+  return amsgrad_ ? 3 : 2;
 }
+
+template <bool kDecoupled>
+void AdamFamilyOptions<kDecoupled>::describe(kernels::OptimHyper& flags, double* values) const {
+  flags.kind = kernels::OptimKind::Adam;
+  flags.amsgrad = amsgrad_;
+  flags.decoupled_weight_decay = kDecoupled;
+  values[kernels::kLr] = lr_;
+  values[kernels::kWeightDecay] = weight_decay_;
+  values[kernels::kBeta1] = std::get<0>(betas_);
+  values[kernels::kBeta2] = std::get<1>(betas_);
+  values[kernels::kEps] = eps_;
+}
+
+template <bool kDecoupled>
+AdamFamily<kDecoupled>::AdamFamily(std::vector<OptimizerParamGroup> param_groups,
+                                   AdamFamilyOptions<kDecoupled> defaults)
+    : Optimizer(std::move(param_groups), std::make_unique<AdamFamilyOptions<kDecoupled>>(defaults)) {}
+
+template <bool kDecoupled>
+AdamFamily<kDecoupled>::AdamFamily(std::vector<Tensor> params, AdamFamilyOptions<kDecoupled> defaults)
+    : AdamFamily(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, defaults) {}
 
 template struct AdamFamilyOptions<false>;
 template struct AdamFamilyOptions<true>;

@@ -16,21 +16,24 @@ void SGDOptions::validate() const {
                "momentum > 0 and dampening 0, found momentum ", momentum_, " and dampening ", dampening_);
 }
 
-SGD::SGD(std::vector<Tensor> params, SGDOptions options) : Optimizer(std::move(params)), options_(options) {
-  options_.validate();
-  set_lr(options_.lr());
-  if (options_.momentum() != 0.0) add_state("momentum_buffer");
+std::vector<std::string> SGDOptions::state_names() const { return {"momentum_buffer"}; }
+
+std::size_t SGDOptions::states_needed() const { return momentum_ != 0.0 ? 1 : 0; }
+
+void SGDOptions::describe(kernels::OptimHyper& flags, double* values) const {
+  flags.kind = kernels::OptimKind::Sgd;
+  flags.nesterov = nesterov_;
+  values[kernels::kLr] = lr_;
+  values[kernels::kWeightDecay] = weight_decay_;
+  values[kernels::kMomentum] = momentum_;
+  values[kernels::kDampening] = dampening_;
 }
 
-void SGD::step() {
-  kernels::OptimHyper h;
-  h.kind = kernels::OptimKind::Sgd;
-  h.momentum = options_.momentum();
-  h.dampening = options_.dampening();
-  h.weight_decay = options_.weight_decay();
-  h.nesterov = options_.nesterov();
-  update(h);
-}
+SGD::SGD(std::vector<OptimizerParamGroup> param_groups, SGDOptions defaults)
+    : Optimizer(std::move(param_groups), std::make_unique<SGDOptions>(defaults)) {}
+
+SGD::SGD(std::vector<Tensor> params, SGDOptions defaults)
+    : SGD(std::vector<OptimizerParamGroup>{OptimizerParamGroup(std::move(params))}, defaults) {}
 
 }  // namespace optim
 }  // namespace minidl

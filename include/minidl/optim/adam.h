@@ -5,6 +5,7 @@
 //   p -= lr / (1 - b1^t) * m / (sqrt(v) / sqrt(1 - b2^t) + eps)
 // with t the parameter's step count. AdamW (adamw.h) is the same class with the weight decay decoupled.
 #include <tuple>
+#include <string>
 #include <vector>
 
 #include "minidl/optim/optimizer.h"
@@ -17,7 +18,7 @@ using AdamBetas = std::tuple<double, double>;
 
 /// Options of Adam (kDecoupled false) and AdamW (true); they differ only in the default weight decay.
 template <bool kDecoupled>
-struct AdamFamilyOptions {
+struct AdamFamilyOptions : public OptimizerCloneableOptions<AdamFamilyOptions<kDecoupled>> {
   AdamFamilyOptions(double lr = 1e-3) : lr_(lr) {}  // NOLINT: implicit, as LibTorch
   MINIDL_OPTIM_ARG(double, lr);
   MINIDL_OPTIM_ARG(AdamBetas, betas) = std::make_tuple(0.9, 0.999);
@@ -27,19 +28,25 @@ struct AdamFamilyOptions {
 
  public:
   /// Throws ValueError naming the option: lr, eps, weight_decay finite and >= 0, each beta in [0, 1).
-  void validate() const;
+  void validate() const override;
+  double get_lr() const override { return lr_; }
+  void set_lr(const double lr) override { this->lr(lr); }
+
+ private:
+  std::vector<std::string> state_names() const override;
+  std::size_t states_needed() const override;
+  void describe(kernels::OptimHyper& flags, double* values) const override;
 };
 
 template <bool kDecoupled>
 class AdamFamily : public Optimizer {
  public:
-  AdamFamily(std::vector<Tensor> params, AdamFamilyOptions<kDecoupled> options = {});
-  void step() override;
-  /// The options given at construction (the current learning rate is lr()).
-  const AdamFamilyOptions<kDecoupled>& options() const { return options_; }
-
- private:
-  AdamFamilyOptions<kDecoupled> options_;
+  AdamFamily(std::vector<OptimizerParamGroup> param_groups, AdamFamilyOptions<kDecoupled> defaults = {});
+  AdamFamily(std::vector<Tensor> params, AdamFamilyOptions<kDecoupled> defaults = {});
+  /// The default options (each group's are param_groups()[i].options()).
+  const AdamFamilyOptions<kDecoupled>& options() const {
+    return static_cast<const AdamFamilyOptions<kDecoupled>&>(defaults());
+  }
 };
 
 extern template struct AdamFamilyOptions<false>;

@@ -19,7 +19,8 @@ struct ExpandingArray2 {
   bool operator==(const ExpandingArray2& o) const { return h == o.h && w == o.w; }
 };
 
-enum class Reduction { None, Mean, Sum };
+/// LibTorch's reductions (also minidl::kNone, kMean, kSum, kBatchMean); BatchMean is kl_div's alone.
+enum class Reduction { None, Mean, Sum, BatchMean };
 
 /// Options of nn::ReLU and functional::relu, as LibTorch's ReLUOptions: `inplace` overwrites the input.
 struct ReLUOptions {
@@ -93,3 +94,5 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction =
 }  // namespace functional
 }  // namespace nn
 }  // namespace minidl
+
+#include "minidl/nn/functional/basics.h"

@@ -114,6 +114,11 @@ class ModuleHolder {
   }
   const std::shared_ptr<Impl>& ptr() const { return impl_; }
   operator std::shared_ptr<Module>() const { return impl_; }
+  /// Indexes the module (ModuleList, ModuleDict, Sequential), as LibTorch's holder.
+  template <class Arg>
+  decltype(auto) operator[](Arg&& arg) const {
+    return (*get())[std::forward<Arg>(arg)];
+  }
   template <class... Args>
   auto operator()(Args&&... args) const {
     return get()->forward(std::forward<Args>(args)...);

@@ -735,44 +735,6 @@ TEST(NnBasicsModules, PrintingShowsTheTree) {
             "  (3): GELU(approximate=tanh)\n  (4): Mish\n  (5): Hardswish\n  (6): Softmax2d\n)");
 }
 
-/// The docs/API.md example: Embedding, ModuleList and CrossEntropyLoss with ignore_index on (N, C, T) logits.
-struct TaggerImpl : nn::Module {
-  TaggerImpl() {
-    embed = register_module("embed", nn::Embedding(nn::EmbeddingOptions(100, 16).padding_idx(0)));
-    blocks = register_module("blocks", nn::ModuleList());
-    for (int i = 0; i < 2; ++i) blocks->push_back(nn::Sequential(nn::Linear(16, 16), nn::SiLU()));
-    head = register_module("head", nn::Linear(16, 10));
-  }
-  Tensor forward(const Tensor& tokens) override {
-    Tensor x = embed(tokens);
-    for (const auto& b : *blocks) x = x + b->forward(x);
-    return head(x).permute({0, 2, 1});
-  }
-  nn::Embedding embed{nullptr};
-  nn::ModuleList blocks{nullptr};
-  nn::Linear head{nullptr};
-};
-MINIDL_MODULE(Tagger);
-
-TEST(NnBasicsModules, TheApiExampleTrains) {
-  manual_seed(5);
-  Tagger model;
-  const Tensor tokens = randint(0, 100, {4, 7}, TensorOptions(kInt64));
-  const Tensor tags = masked_fill(randint(1, 10, {4, 7}, TensorOptions(kInt64)), tokens.lt(20), 0);
-  nn::CrossEntropyLoss loss_fn(nn::CrossEntropyLossOptions().ignore_index(0).label_smoothing(0.1));
-  optim::SGD opt(model->parameters(), optim::SGDOptions(0.5));
-  const double first = loss_fn(model(tokens), tags).item<double>();
-  for (int i = 0; i < 30; ++i) {
-    opt.zero_grad();
-    Tensor loss = loss_fn(model(tokens), tags);
-    loss.backward();
-    opt.step();
-  }
-  EXPECT_LT(loss_fn(model(tokens), tags).item<double>(), 0.5 * first);
-  EXPECT_EQ(model->embed->weight.select(0, 0).abs().sum().item<double>(), 0.0);  // the padding row never moved
-  EXPECT_EQ(model->named_parameters().size(), 7u);
-}
-
 // ---- the GPU against the CPU ---------------------------------------------------------------------------------
 
 TEST(NnBasicsGpu, MatchesTheCpu) {

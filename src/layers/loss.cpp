@@ -90,7 +90,7 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) 
   MINIDL_CHECK(input.sizes() == target.sizes(), ValueError, "mse_loss: input shape ", shape_str(input.sizes()),
                " differs from target shape ", shape_str(target.sizes()));
   const Tensor d = input - target;
-  return reduce(d * d, reduction);
+  return reduce(d * d, reduction, "mse_loss");
 }
 
 

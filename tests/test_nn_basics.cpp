@@ -60,22 +60,40 @@ std::vector<Activation> activations() {
   const double k = std::sqrt(2.0 / M_PI);
   return {
       {"silu", [](const Tensor& x) { return F::silu(x); }, [](double x) { return x * sigmoid_ref(x); }, {}},
-      {"softplus", [](const Tensor& x) { return F::softplus(x); },
-       [](double x) { return softplus_ref(x, 1.0, 20.0); }, {}},
-      {"softplus(beta=2, threshold=3)", [](const Tensor& x) { return F::softplus(x, F::SoftplusFuncOptions().beta(2).threshold(3)); },
-       [](double x) { return softplus_ref(x, 2.0, 3.0); }, {1.5}},
+      {"softplus",
+       [](const Tensor& x) { return F::softplus(x); },
+       [](double x) { return softplus_ref(x, 1.0, 20.0); },
+       {}},
+      {"softplus(beta=2, threshold=3)",
+       [](const Tensor& x) { return F::softplus(x, F::SoftplusFuncOptions().beta(2).threshold(3)); },
+       [](double x) { return softplus_ref(x, 2.0, 3.0); },
+       {1.5}},
       {"elu", [](const Tensor& x) { return F::elu(x); }, [](double x) { return x > 0 ? x : std::expm1(x); }, {0.0}},
-      {"elu(alpha=0.5)", [](const Tensor& x) { return F::elu(x, F::ELUFuncOptions().alpha(0.5)); },
-       [](double x) { return x > 0 ? x : 0.5 * std::expm1(x); }, {0.0}},
-      {"mish", [](const Tensor& x) { return F::mish(x); },
-       [](double x) { return x * std::tanh(std::log1p(std::exp(x))); }, {}},
-      {"hardswish", [](const Tensor& x) { return F::hardswish(x); },
-       [](double x) { return x <= -3 ? 0.0 : x >= 3 ? x : x * (x + 3) / 6; }, {-3.0, 3.0}},
-      {"gelu(tanh)", [](const Tensor& x) { return F::gelu(x, F::GELUFuncOptions().approximate("tanh")); },
-       [k](double x) { return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x))); }, {}},
-      {"gelu(none)", [](const Tensor& x) { return F::gelu(x, F::GELUFuncOptions()); },
-       [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); }, {}},
-      {"logsigmoid", [](const Tensor& x) { return F::logsigmoid(x); }, [](double x) { return std::log(sigmoid_ref(x)); },
+      {"elu(alpha=0.5)",
+       [](const Tensor& x) { return F::elu(x, F::ELUFuncOptions().alpha(0.5)); },
+       [](double x) { return x > 0 ? x : 0.5 * std::expm1(x); },
+       {0.0}},
+      {"mish",
+       [](const Tensor& x) { return F::mish(x); },
+       [](double x) { return x * std::tanh(std::log1p(std::exp(x))); },
+       {}},
+      {"hardswish",
+       [](const Tensor& x) { return F::hardswish(x); },
+       [](double x) { return x <= -3  ? 0.0
+                             : x >= 3 ? x
+                                      : x * (x + 3) / 6; },
+       {-3.0, 3.0}},
+      {"gelu(tanh)",
+       [](const Tensor& x) { return F::gelu(x, F::GELUFuncOptions().approximate("tanh")); },
+       [k](double x) { return 0.5 * x * (1 + std::tanh(k * (x + 0.044715 * x * x * x))); },
+       {}},
+      {"gelu(none)",
+       [](const Tensor& x) { return F::gelu(x, F::GELUFuncOptions()); },
+       [](double x) { return 0.5 * x * (1 + std::erf(x / std::sqrt(2.0))); },
+       {}},
+      {"logsigmoid",
+       [](const Tensor& x) { return F::logsigmoid(x); },
+       [](double x) { return std::log(sigmoid_ref(x)); },
        {}},
   };
 }
@@ -137,8 +155,8 @@ TEST(NnBasicsActivations, ModulesAndSoftmaxForms) {
   expect_close(nn::ELU(nn::ELUOptions().alpha(2))(x), F::elu(x, F::ELUFuncOptions().alpha(2)), 0, 0, "ELU");
   expect_close(nn::Mish()(x), F::mish(x), 0, 0, "Mish");
   expect_close(nn::Hardswish()(x), F::hardswish(x), 0, 0, "Hardswish");
-  expect_close(nn::GELU(nn::GELUOptions().approximate("tanh"))(x),
-               F::gelu(x, F::GELUFuncOptions().approximate("tanh")), 0, 0, "GELU");
+  expect_close(nn::GELU(nn::GELUOptions().approximate("tanh"))(x), F::gelu(x, F::GELUFuncOptions().approximate("tanh")),
+               0, 0, "GELU");
   expect_close(nn::Softmax2d()(x), softmax(x, 1), 0, 0, "Softmax2d 4-d");
   expect_close(nn::Softmax2d()(x.select(0, 0)), softmax(x.select(0, 0), 0), 0, 0, "Softmax2d 3-d");
   expect_close(nn::Softmax(nn::SoftmaxOptions(2))(x), softmax(x, 2), 0, 0, "Softmax");
@@ -240,8 +258,8 @@ TEST(NnBasicsEmbedding, FromPretrainedSharesTheTableAndFreezes) {
   nn::Embedding trained =
       nn::Embedding::from_pretrained(table, nn::EmbeddingFromPretrainedOptions().freeze(false).padding_idx(0));
   EXPECT_TRUE(trained->weight.requires_grad());
-  expect_close(trained(from_vector<std::int64_t>({4, 0}, {2})), index_select(table, 0, from_vector<std::int64_t>({4, 0}, {2})), 0, 0,
-               "from_pretrained rows");
+  expect_close(trained(from_vector<std::int64_t>({4, 0}, {2})),
+               index_select(table, 0, from_vector<std::int64_t>({4, 0}, {2})), 0, 0, "from_pretrained rows");
 }
 
 TEST(NnBasicsEmbedding, BadInputIsTyped) {
@@ -314,11 +332,12 @@ TEST(NnBasicsLosses, PointwiseLossesMatchTheirFormulas) {
   const Tensor y = random_tensor({4, 5}, kFloat64, false, 0.0, 1.0);
   const Tensor w = random_tensor({5}, kFloat64, false, 0.5, 2.0);
   const std::vector<double> wv = w.to_vector<double>();
-  expect_pointwise("binary_cross_entropy",
-                   [](const Tensor& a, const Tensor& b, nn::Reduction r) {
-                     return F::binary_cross_entropy(a, b, F::BinaryCrossEntropyFuncOptions().reduction(r));
-                   },
-                   [](double a, double b) { return -(b * std::log(a) + (1 - b) * std::log(1 - a)); }, p, y);
+  expect_pointwise(
+      "binary_cross_entropy",
+      [](const Tensor& a, const Tensor& b, nn::Reduction r) {
+        return F::binary_cross_entropy(a, b, F::BinaryCrossEntropyFuncOptions().reduction(r));
+      },
+      [](double a, double b) { return -(b * std::log(a) + (1 - b) * std::log(1 - a)); }, p, y);
   const Tensor z = random_tensor({4, 5}, kFloat64, false, -6, 6);
   const Tensor pw = random_tensor({5}, kFloat64, false, 0.5, 3.0);
   const std::vector<double> pwv = pw.to_vector<double>();
@@ -336,48 +355,52 @@ TEST(NnBasicsLosses, PointwiseLossesMatchTheirFormulas) {
     expect_close(bce_w, F::binary_cross_entropy(p, y, F::BinaryCrossEntropyFuncOptions().reduction(kNone)) * w, 1e-14,
                  0, "bce weight");
   }
-  expect_pointwise("binary_cross_entropy_with_logits",
-                   [](const Tensor& a, const Tensor& b, nn::Reduction r) {
-                     return F::binary_cross_entropy_with_logits(a, b,
-                                                                F::BinaryCrossEntropyWithLogitsFuncOptions().reduction(r));
-                   },
-                   [](double a, double b) { return -(b * std::log(sigmoid_ref(a)) + (1 - b) * std::log(1 - sigmoid_ref(a))); },
-                   z, y);
+  expect_pointwise(
+      "binary_cross_entropy_with_logits",
+      [](const Tensor& a, const Tensor& b, nn::Reduction r) {
+        return F::binary_cross_entropy_with_logits(a, b, F::BinaryCrossEntropyWithLogitsFuncOptions().reduction(r));
+      },
+      [](double a, double b) { return -(b * std::log(sigmoid_ref(a)) + (1 - b) * std::log(1 - sigmoid_ref(a))); }, z,
+      y);
   const Tensor a = random_tensor({4, 5}, kFloat64, false, -3, 3), b = random_tensor({4, 5}, kFloat64, false, -3, 3);
-  expect_pointwise("l1_loss",
-                   [](const Tensor& u, const Tensor& v, nn::Reduction r) { return F::l1_loss(u, v, r); },
-                   [](double u, double v) { return std::fabs(u - v); }, a, b);
+  expect_pointwise(
+      "l1_loss", [](const Tensor& u, const Tensor& v, nn::Reduction r) { return F::l1_loss(u, v, r); },
+      [](double u, double v) { return std::fabs(u - v); }, a, b);
   for (double beta : {0.0, 0.5, 2.0}) {
-    expect_pointwise("smooth_l1_loss beta=" + std::to_string(beta),
-                     [beta](const Tensor& u, const Tensor& v, nn::Reduction r) {
-                       return F::smooth_l1_loss(u, v, F::SmoothL1LossFuncOptions(r).beta(beta));
-                     },
-                     [beta](double u, double v) {
-                       const double d = std::fabs(u - v);
-                       return beta == 0 ? d : d < beta ? 0.5 * d * d / beta : d - 0.5 * beta;
-                     },
-                     a, b);
+    expect_pointwise(
+        "smooth_l1_loss beta=" + std::to_string(beta),
+        [beta](const Tensor& u, const Tensor& v, nn::Reduction r) {
+          return F::smooth_l1_loss(u, v, F::SmoothL1LossFuncOptions(r).beta(beta));
+        },
+        [beta](double u, double v) {
+          const double d = std::fabs(u - v);
+          return beta == 0 ? d : d < beta ? 0.5 * d * d / beta : d - 0.5 * beta;
+        },
+        a, b);
   }
   for (double delta : {0.3, 1.0, 2.5}) {
-    expect_pointwise("huber_loss delta=" + std::to_string(delta),
-                     [delta](const Tensor& u, const Tensor& v, nn::Reduction r) {
-                       return F::huber_loss(u, v, F::HuberLossFuncOptions(r).delta(delta));
-                     },
-                     [delta](double u, double v) {
-                       const double d = std::fabs(u - v);
-                       return d < delta ? 0.5 * d * d : delta * (d - 0.5 * delta);
-                     },
-                     a, b);
+    expect_pointwise(
+        "huber_loss delta=" + std::to_string(delta),
+        [delta](const Tensor& u, const Tensor& v, nn::Reduction r) {
+          return F::huber_loss(u, v, F::HuberLossFuncOptions(r).delta(delta));
+        },
+        [delta](double u, double v) {
+          const double d = std::fabs(u - v);
+          return d < delta ? 0.5 * d * d : delta * (d - 0.5 * delta);
+        },
+        a, b);
   }
   const Tensor lp = log_softmax(random_tensor({4, 5}), 1), q = softmax(random_tensor({4, 5}), 1);
-  expect_pointwise("kl_div",
-                   [](const Tensor& u, const Tensor& v, nn::Reduction r) { return F::kl_div(u, v, F::KLDivFuncOptions(r)); },
-                   [](double u, double v) { return v == 0 ? 0.0 : v * (std::log(v) - u); }, lp, q);
-  expect_pointwise("kl_div log_target",
-                   [](const Tensor& u, const Tensor& v, nn::Reduction r) {
-                     return F::kl_div(u, v, F::KLDivFuncOptions(r).log_target(true));
-                   },
-                   [](double u, double v) { return std::exp(v) * (v - u); }, lp, log(q));
+  expect_pointwise(
+      "kl_div",
+      [](const Tensor& u, const Tensor& v, nn::Reduction r) { return F::kl_div(u, v, F::KLDivFuncOptions(r)); },
+      [](double u, double v) { return v == 0 ? 0.0 : v * (std::log(v) - u); }, lp, q);
+  expect_pointwise(
+      "kl_div log_target",
+      [](const Tensor& u, const Tensor& v, nn::Reduction r) {
+        return F::kl_div(u, v, F::KLDivFuncOptions(r).log_target(true));
+      },
+      [](double u, double v) { return std::exp(v) * (v - u); }, lp, log(q));
   EXPECT_NEAR(F::kl_div(lp, q, F::KLDivFuncOptions(kBatchMean)).item<double>(),
               F::kl_div(lp, q, F::KLDivFuncOptions(kSum)).item<double>() / 4, 1e-14);
   // A zero target contributes zero (xlogy), not NaN.
@@ -397,49 +420,64 @@ TEST(NnBasicsLosses, GradcheckEveryOption) {
   const Tensor z = leaf(random_tensor({3, 4}, kFloat64, false, -4, 4));
   for (nn::Reduction r : {kNone, kMean, kSum}) {
     const std::string rs = std::to_string(static_cast<int>(r));
-    check("bce " + rs, [r](const std::vector<Tensor>& i) {
-      return F::binary_cross_entropy(i[0], i[1], F::BinaryCrossEntropyFuncOptions().weight(i[2]).reduction(r));
-    }, {p, y, w});
-    check("bce_with_logits " + rs, [r](const std::vector<Tensor>& i) {
-      return F::binary_cross_entropy_with_logits(
-          i[0], i[1], F::BinaryCrossEntropyWithLogitsFuncOptions().weight(i[2]).pos_weight(i[3]).reduction(r));
-    }, {z, y, w, pw});
+    check("bce " + rs,
+          [r](const std::vector<Tensor>& i) {
+            return F::binary_cross_entropy(i[0], i[1], F::BinaryCrossEntropyFuncOptions().weight(i[2]).reduction(r));
+          },
+          {p, y, w});
+    check("bce_with_logits " + rs,
+          [r](const std::vector<Tensor>& i) {
+            return F::binary_cross_entropy_with_logits(
+                i[0], i[1], F::BinaryCrossEntropyWithLogitsFuncOptions().weight(i[2]).pos_weight(i[3]).reduction(r));
+          },
+          {z, y, w, pw});
     const Tensor a = leaf(away_from({3, 4}, {}, -2, 2)), b = away_from({3, 4}, {}, -2, 2);
     // keep |a - b| away from the kinks at 0, beta and delta
     const Tensor d = a.detach() - b;
     const Tensor b2 = leaf(b + where(d.abs().lt(0.05), 0.1, 0.0));
     check("l1 " + rs, [r](const std::vector<Tensor>& i) { return F::l1_loss(i[0], i[1], r); }, {a, b2});
-    check("smooth_l1 " + rs, [r](const std::vector<Tensor>& i) {
-      return F::smooth_l1_loss(i[0], i[1], F::SmoothL1LossFuncOptions(r).beta(0.25));
-    }, {a, b2});
-    check("huber " + rs, [r](const std::vector<Tensor>& i) {
-      return F::huber_loss(i[0], i[1], F::HuberLossFuncOptions(r).delta(0.75));
-    }, {a, b2});
+    check("smooth_l1 " + rs,
+          [r](const std::vector<Tensor>& i) {
+            return F::smooth_l1_loss(i[0], i[1], F::SmoothL1LossFuncOptions(r).beta(0.25));
+          },
+          {a, b2});
+    check(
+        "huber " + rs,
+        [r](const std::vector<Tensor>& i) { return F::huber_loss(i[0], i[1], F::HuberLossFuncOptions(r).delta(0.75)); },
+        {a, b2});
     const Tensor lp = leaf(random_tensor({3, 4}, kFloat64, false, -3, -0.1));
     const Tensor q = leaf(random_tensor({3, 4}, kFloat64, false, 0.05, 1.0));
     check("kl_div " + rs, [r](const std::vector<Tensor>& i) { return F::kl_div(i[0], i[1], F::KLDivFuncOptions(r)); },
           {lp, q});
-    check("kl_div log_target " + rs, [r](const std::vector<Tensor>& i) {
-      return F::kl_div(i[0], i[1], F::KLDivFuncOptions(r).log_target(true));
-    }, {lp, leaf(random_tensor({3, 4}, kFloat64, false, -3, 0))});
+    check("kl_div log_target " + rs,
+          [r](const std::vector<Tensor>& i) { return F::kl_div(i[0], i[1], F::KLDivFuncOptions(r).log_target(true)); },
+          {lp, leaf(random_tensor({3, 4}, kFloat64, false, -3, 0))});
     const Tensor logits = leaf(random_tensor({5, 4}, kFloat64, false, -2, 2));
     const Tensor target = from_vector<std::int64_t>({0, 3, 1, 3, 2}, {5});
     const Tensor cw = leaf(random_tensor({4}, kFloat64, false, 0.5, 2.0));
     for (double eps : {0.0, 0.2}) {
-      check("cross_entropy weight ignore eps=" + std::to_string(eps) + " " + rs, [&, r, eps](const std::vector<Tensor>& i) {
-        return F::cross_entropy(i[0], target,
-                                F::CrossEntropyFuncOptions().weight(i[1]).ignore_index(3).label_smoothing(eps).reduction(r));
-      }, {logits, cw});
+      check("cross_entropy weight ignore eps=" + std::to_string(eps) + " " + rs,
+            [&, r, eps](const std::vector<Tensor>& i) {
+              return F::cross_entropy(
+                  i[0], target,
+                  F::CrossEntropyFuncOptions().weight(i[1]).ignore_index(3).label_smoothing(eps).reduction(r));
+            },
+            {logits, cw});
       const Tensor probs = leaf(softmax(random_tensor({5, 4}), 1).detach());
-      check("cross_entropy probabilities eps=" + std::to_string(eps) + " " + rs, [r, eps](const std::vector<Tensor>& i) {
-        return F::cross_entropy(i[0], i[1], F::CrossEntropyFuncOptions().weight(i[2]).label_smoothing(eps).reduction(r));
-      }, {logits, probs, cw});
+      check("cross_entropy probabilities eps=" + std::to_string(eps) + " " + rs,
+            [r, eps](const std::vector<Tensor>& i) {
+              return F::cross_entropy(i[0], i[1],
+                                      F::CrossEntropyFuncOptions().weight(i[2]).label_smoothing(eps).reduction(r));
+            },
+            {logits, probs, cw});
     }
     const Tensor logits4 = leaf(random_tensor({2, 3, 2, 2}));
     const Tensor target3 = randint(0, 3, {2, 2, 2}, TensorOptions(kInt64));
-    check("cross_entropy (N, C, H, W) " + rs, [&, r](const std::vector<Tensor>& i) {
-      return F::cross_entropy(i[0], target3, F::CrossEntropyFuncOptions().reduction(r).label_smoothing(0.1));
-    }, {logits4});
+    check("cross_entropy (N, C, H, W) " + rs,
+          [&, r](const std::vector<Tensor>& i) {
+            return F::cross_entropy(i[0], target3, F::CrossEntropyFuncOptions().reduction(r).label_smoothing(0.1));
+          },
+          {logits4});
   }
 }
 
@@ -486,8 +524,8 @@ TEST(NnBasicsLosses, CrossEntropyOptionsMatchAnElementLoop) {
           EXPECT_NEAR(F::cross_entropy(logits, target, o.reduction(r)).item<double>(),
                       cross_entropy_ref(logits, tv, wv, ignore, eps, r), 1e-12)
               << what;
-          EXPECT_NEAR(F::cross_entropy(logits.to(kFloat32), target, auto(o).weight(weighted ? w.to(kFloat32) : Tensor())
-                                                                           .reduction(r))
+          EXPECT_NEAR(F::cross_entropy(logits.to(kFloat32), target,
+                                       auto(o).weight(weighted ? w.to(kFloat32) : Tensor()).reduction(r))
                           .item<double>(),
                       cross_entropy_ref(logits, tv, wv, ignore, eps, r), 1e-5)
               << what << " float32";
@@ -512,9 +550,10 @@ TEST(NnBasicsLosses, CrossEntropyOptionsMatchAnElementLoop) {
   EXPECT_EQ(x.grad().select(0, 3).abs().sum().item<double>(), 0.0);
   EXPECT_GT(x.grad().select(0, 0).abs().sum().item<double>(), 0.0);
   // (C) and (N, C, d) inputs are the (1, C) and (N*d, C) problems.
-  EXPECT_NEAR(F::cross_entropy(logits.select(0, 1), target.select(0, 1), F::CrossEntropyFuncOptions()).item<double>(),
-              F::cross_entropy(logits.slice(0, 1, 2), target.slice(0, 1, 2), F::CrossEntropyFuncOptions()).item<double>(),
-              1e-14);
+  EXPECT_NEAR(
+      F::cross_entropy(logits.select(0, 1), target.select(0, 1), F::CrossEntropyFuncOptions()).item<double>(),
+      F::cross_entropy(logits.slice(0, 1, 2), target.slice(0, 1, 2), F::CrossEntropyFuncOptions()).item<double>(),
+      1e-14);
   const Tensor x3 = random_tensor({2, 5, 3});
   const Tensor t3 = randint(0, 5, {2, 3}, TensorOptions(kInt64));
   expect_close(F::cross_entropy(x3, t3, F::CrossEntropyFuncOptions().reduction(kNone)),
@@ -559,8 +598,9 @@ TEST(NnBasicsLosses, ModulesCallTheirFunctionsAndMoveTheirWeights) {
                0, 0, "BCELoss");
   EXPECT_EQ(bce->named_buffers().keys(), std::vector<std::string>{"weight"});
   nn::BCEWithLogitsLoss bcel(nn::BCEWithLogitsLossOptions().pos_weight(w));
-  expect_close(bcel(p, y), F::binary_cross_entropy_with_logits(p, y, F::BinaryCrossEntropyWithLogitsFuncOptions().pos_weight(w)),
-               0, 0, "BCEWithLogitsLoss");
+  expect_close(bcel(p, y),
+               F::binary_cross_entropy_with_logits(p, y, F::BinaryCrossEntropyWithLogitsFuncOptions().pos_weight(w)), 0,
+               0, "BCEWithLogitsLoss");
   expect_close(nn::L1Loss()(p, y), F::l1_loss(p, y), 0, 0, "L1Loss");
   expect_close(nn::SmoothL1Loss(nn::SmoothL1LossOptions().beta(0.1))(p, y),
                F::smooth_l1_loss(p, y, F::SmoothL1LossFuncOptions().beta(0.1)), 0, 0, "SmoothL1Loss");
@@ -587,7 +627,8 @@ TEST(NnBasicsLosses, BadInputIsTyped) {
   EXPECT_ERROR(ValueError, F::binary_cross_entropy(x, x, F::BinaryCrossEntropyFuncOptions().weight(random_tensor({3}))),
                "binary_cross_entropy", "weight", "[3]");
   EXPECT_ERROR(ValueError,
-               F::binary_cross_entropy_with_logits(x, x, F::BinaryCrossEntropyWithLogitsFuncOptions().pos_weight(random_tensor({5}))),
+               F::binary_cross_entropy_with_logits(
+                   x, x, F::BinaryCrossEntropyWithLogitsFuncOptions().pos_weight(random_tensor({5}))),
                "binary_cross_entropy_with_logits", "pos_weight");
   EXPECT_ERROR(ValueError, F::l1_loss(x, bad), "l1_loss", "shape");
   EXPECT_ERROR(ValueError, F::smooth_l1_loss(x, x, F::SmoothL1LossFuncOptions().beta(-1)), "smooth_l1_loss", "beta");
@@ -601,11 +642,13 @@ TEST(NnBasicsLosses, BadInputIsTyped) {
                "cross_entropy", "weight", "4");
   EXPECT_ERROR(ValueError, F::cross_entropy(logits, softmax(logits, 1), F::CrossEntropyFuncOptions().ignore_index(0)),
                "cross_entropy", "ignore_index");
-  EXPECT_ERROR(ValueError, F::cross_entropy(logits, from_vector<std::int64_t>({1, 2}, {2}), F::CrossEntropyFuncOptions()),
+  EXPECT_ERROR(ValueError,
+               F::cross_entropy(logits, from_vector<std::int64_t>({1, 2}, {2}), F::CrossEntropyFuncOptions()),
                "cross_entropy", "[3]");
-  EXPECT_ERROR(ValueError, F::cross_entropy(logits, random_tensor({3, 5}), F::CrossEntropyFuncOptions()), "cross_entropy",
-               "[3, 4]");
-  EXPECT_ERROR(IndexError, F::cross_entropy(logits, from_vector<std::int64_t>({1, 4, 0}, {3}), F::CrossEntropyFuncOptions()),
+  EXPECT_ERROR(ValueError, F::cross_entropy(logits, random_tensor({3, 5}), F::CrossEntropyFuncOptions()),
+               "cross_entropy", "[3, 4]");
+  EXPECT_ERROR(IndexError,
+               F::cross_entropy(logits, from_vector<std::int64_t>({1, 4, 0}, {3}), F::CrossEntropyFuncOptions()),
                "cross_entropy", "4");
   EXPECT_ERROR(ValueError, F::cross_entropy(logits, t, F::CrossEntropyFuncOptions().label_smoothing(1.5)),
                "cross_entropy", "label_smoothing");
@@ -652,16 +695,15 @@ TEST(NnBasicsModules, ModuleListIndexesIteratesAndExtends) {
 }
 
 TEST(NnBasicsModules, ModuleDictKeepsInsertionOrder) {
-  nn::ModuleDict dict(std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>>{
-      {"z", nn::Linear(2, 2).ptr()}, {"a", nn::ReLU().ptr()}});
+  nn::ModuleDict dict(std::vector<std::pair<std::string, std::shared_ptr<nn::Module>>>{{"z", nn::Linear(2, 2).ptr()},
+                                                                                       {"a", nn::ReLU().ptr()}});
   EXPECT_EQ(dict->keys(), (std::vector<std::string>{"z", "a"}));
   EXPECT_TRUE(dict->contains("a"));
   EXPECT_FALSE(dict->contains("b"));
   EXPECT_EQ(dict["a"]->name(), "ReLU");
   dict->update("a", nn::Linear(2, 5));
   EXPECT_EQ(dict->ptr<nn::LinearImpl>("a")->options.out_features(), 5);
-  EXPECT_EQ(dict->named_parameters().keys(),
-            (std::vector<std::string>{"z.weight", "z.bias", "a.weight", "a.bias"}));
+  EXPECT_EQ(dict->named_parameters().keys(), (std::vector<std::string>{"z.weight", "z.bias", "a.weight", "a.bias"}));
   EXPECT_ERROR(ValueError, dict->insert("z", nn::ReLU()), "ModuleDict", "z");
   EXPECT_ERROR(IndexError, dict["missing"], "missing");
   std::vector<std::string> keys;
@@ -689,9 +731,9 @@ TEST(NnBasicsModules, EmptyHoldersAreAssignedLater) {
 TEST(NnBasicsModules, NamedParametersIsAnOrderedDict) {
   Net net;
   const auto params = net->named_parameters();
-  EXPECT_EQ(params.keys(), (std::vector<std::string>{"layers.0.weight", "layers.0.bias", "layers.2.weight",
-                                                     "layers.2.bias", "heads.a.weight", "heads.a.bias", "conv.weight",
-                                                     "conv.bias"}));
+  EXPECT_EQ(params.keys(),
+            (std::vector<std::string>{"layers.0.weight", "layers.0.bias", "layers.2.weight", "layers.2.bias",
+                                      "heads.a.weight", "heads.a.bias", "conv.weight", "conv.bias"}));
   EXPECT_EQ(params.size(), 8u);
   EXPECT_TRUE(params["conv.weight"].is_same(net->conv->weight));
   EXPECT_TRUE(params.find("heads.a.bias") != nullptr);
@@ -729,7 +771,8 @@ TEST(NnBasicsModules, PrintingShowsTheTree) {
             ")");
   std::ostringstream acts;
   acts << *nn::Sequential(nn::SiLU(), nn::Softplus(nn::SoftplusOptions().beta(2)), nn::ELU(nn::ELUOptions().alpha(0.5)),
-                          nn::GELU(nn::GELUOptions().approximate("tanh")), nn::Mish(), nn::Hardswish(), nn::Softmax2d());
+                          nn::GELU(nn::GELUOptions().approximate("tanh")), nn::Mish(), nn::Hardswish(),
+                          nn::Softmax2d());
   EXPECT_EQ(acts.str(),
             "Sequential(\n  (0): SiLU\n  (1): Softplus(beta=2, threshold=20)\n  (2): ELU(alpha=0.5)\n"
             "  (3): GELU(approximate=tanh)\n  (4): Mish\n  (5): Hardswish\n  (6): Softmax2d\n)");
@@ -765,35 +808,59 @@ TEST(NnBasicsGpu, MatchesTheCpu) {
     const std::string d = dtype_name(dt);
     for (const Activation& a : activations()) {
       const Tensor x = away_from({33, 17}, a.kinks).to(dt);
-      agree(a.name + " " + d, [&](const std::vector<Tensor>& i) { return a.op(i[0]); }, {x}, tol);
-      agree(a.name + " transposed " + d, [&](const std::vector<Tensor>& i) { return a.op(i[0].t()); }, {x}, tol);
+      agree(
+          a.name + " " + d, [&](const std::vector<Tensor>& i) { return a.op(i[0]); }, {x}, tol);
+      agree(
+          a.name + " transposed " + d, [&](const std::vector<Tensor>& i) { return a.op(i[0].t()); }, {x}, tol);
     }
     const Tensor w = random_tensor({50, 8}, dt);
     const Tensor ix = indices({6, 7}, 50);
-    agree("embedding " + d, [&](const std::vector<Tensor>& i) {
-      return F::embedding(i[1], i[0], F::EmbeddingFuncOptions().padding_idx(3));
-    }, {w, ix}, tol);
+    agree(
+        "embedding " + d,
+        [&](const std::vector<Tensor>& i) {
+          return F::embedding(i[1], i[0], F::EmbeddingFuncOptions().padding_idx(3));
+        },
+        {w, ix}, tol);
     const Tensor p = random_tensor({6, 5}, dt, false, 0.05, 0.95), y = random_tensor({6, 5}, dt, false, 0, 1);
     const Tensor cw = random_tensor({5}, dt, false, 0.5, 2);
-    agree("bce " + d, [](const std::vector<Tensor>& i) {
-      return F::binary_cross_entropy(i[0], i[1], F::BinaryCrossEntropyFuncOptions().weight(i[2]));
-    }, {p, y, cw}, tol);
-    agree("bce_with_logits " + d, [](const std::vector<Tensor>& i) {
-      return F::binary_cross_entropy_with_logits(i[0], i[1], F::BinaryCrossEntropyWithLogitsFuncOptions().pos_weight(i[2]));
-    }, {p, y, cw}, tol);
-    agree("smooth_l1 " + d, [](const std::vector<Tensor>& i) {
-      return F::smooth_l1_loss(i[0], i[1], F::SmoothL1LossFuncOptions().beta(0.3));
-    }, {p, y}, tol);
-    agree("huber " + d, [](const std::vector<Tensor>& i) { return F::huber_loss(i[0], i[1]); }, {p, y}, tol);
-    agree("kl_div " + d, [](const std::vector<Tensor>& i) { return F::kl_div(log(i[0]), i[1]); }, {p, y}, tol);
+    agree(
+        "bce " + d,
+        [](const std::vector<Tensor>& i) {
+          return F::binary_cross_entropy(i[0], i[1], F::BinaryCrossEntropyFuncOptions().weight(i[2]));
+        },
+        {p, y, cw}, tol);
+    agree(
+        "bce_with_logits " + d,
+        [](const std::vector<Tensor>& i) {
+          return F::binary_cross_entropy_with_logits(i[0], i[1],
+                                                     F::BinaryCrossEntropyWithLogitsFuncOptions().pos_weight(i[2]));
+        },
+        {p, y, cw}, tol);
+    agree(
+        "smooth_l1 " + d,
+        [](const std::vector<Tensor>& i) {
+          return F::smooth_l1_loss(i[0], i[1], F::SmoothL1LossFuncOptions().beta(0.3));
+        },
+        {p, y}, tol);
+    agree(
+        "huber " + d, [](const std::vector<Tensor>& i) { return F::huber_loss(i[0], i[1]); }, {p, y}, tol);
+    agree(
+        "kl_div " + d, [](const std::vector<Tensor>& i) { return F::kl_div(log(i[0]), i[1]); }, {p, y}, tol);
     const Tensor logits = random_tensor({6, 5}, dt);
     const Tensor t = from_vector<std::int64_t>({0, 4, 2, 2, 1, 3}, {6});
-    agree("cross_entropy options " + d, [&](const std::vector<Tensor>& i) {
-      return F::cross_entropy(i[0], i[1], F::CrossEntropyFuncOptions().weight(i[2]).ignore_index(2).label_smoothing(0.1));
-    }, {logits, t, cw}, tol);
-    agree("cross_entropy probabilities " + d, [&](const std::vector<Tensor>& i) {
-      return F::cross_entropy(i[0], softmax(i[1], 1), F::CrossEntropyFuncOptions().label_smoothing(0.1));
-    }, {logits, random_tensor({6, 5}, dt)}, tol);
+    agree(
+        "cross_entropy options " + d,
+        [&](const std::vector<Tensor>& i) {
+          return F::cross_entropy(i[0], i[1],
+                                  F::CrossEntropyFuncOptions().weight(i[2]).ignore_index(2).label_smoothing(0.1));
+        },
+        {logits, t, cw}, tol);
+    agree(
+        "cross_entropy probabilities " + d,
+        [&](const std::vector<Tensor>& i) {
+          return F::cross_entropy(i[0], softmax(i[1], 1), F::CrossEntropyFuncOptions().label_smoothing(0.1));
+        },
+        {logits, random_tensor({6, 5}, dt)}, tol);
   }
   const Tensor cls = indices({4, 5}, 7);
   expect_close(F::one_hot(cls.to(gpu), 7), F::one_hot(cls, 7), 0, 0, "one_hot");
@@ -826,7 +893,9 @@ Tensor run_golden(const std::string& op, const std::vector<Tensor>& x, const jso
   const auto opt = [&](const char* k) { return p.contains(k) && !p[k].is_null(); };
   const nn::Reduction r = reduction_named(p.value("reduction", std::string("mean")));
   if (op == "silu") return F::silu(x[0]);
-  if (op == "softplus") return F::softplus(x[0], F::SoftplusFuncOptions().beta(p["beta"].get<double>()).threshold(p["threshold"].get<double>()));
+  if (op == "softplus")
+    return F::softplus(x[0],
+                       F::SoftplusFuncOptions().beta(p["beta"].get<double>()).threshold(p["threshold"].get<double>()));
   if (op == "elu") return F::elu(x[0], F::ELUFuncOptions().alpha(p["alpha"].get<double>()));
   if (op == "mish") return F::mish(x[0]);
   if (op == "hardswish") return F::hardswish(x[0]);
@@ -839,15 +908,16 @@ Tensor run_golden(const std::string& op, const std::vector<Tensor>& x, const jso
     return F::embedding(x[1], x[0], o);
   }
   if (op == "binary_cross_entropy") {
-    return F::binary_cross_entropy(x[0], x[1],
-                                   F::BinaryCrossEntropyFuncOptions().reduction(r).weight(x.size() > 2 ? x[2] : Tensor()));
+    return F::binary_cross_entropy(
+        x[0], x[1], F::BinaryCrossEntropyFuncOptions().reduction(r).weight(x.size() > 2 ? x[2] : Tensor()));
   }
   if (op == "binary_cross_entropy_with_logits") {
     return F::binary_cross_entropy_with_logits(
         x[0], x[1], F::BinaryCrossEntropyWithLogitsFuncOptions().reduction(r).weight(x[2]).pos_weight(x[3]));
   }
   if (op == "l1_loss") return F::l1_loss(x[0], x[1], r);
-  if (op == "smooth_l1_loss") return F::smooth_l1_loss(x[0], x[1], F::SmoothL1LossFuncOptions(r).beta(p["beta"].get<double>()));
+  if (op == "smooth_l1_loss")
+    return F::smooth_l1_loss(x[0], x[1], F::SmoothL1LossFuncOptions(r).beta(p["beta"].get<double>()));
   if (op == "huber_loss") return F::huber_loss(x[0], x[1], F::HuberLossFuncOptions(r).delta(p["delta"].get<double>()));
   if (op == "kl_div") return F::kl_div(x[0], x[1], F::KLDivFuncOptions(r).log_target(p["log_target"].get<bool>()));
   if (op == "cross_entropy") {

@@ -73,15 +73,12 @@ Tensor gelu(const Tensor& input, const GELUFuncOptions& o) {
 Tensor softmax2d(const Tensor& input) {
   ops::check_defined(input, "softmax2d", "input");
   MINIDL_CHECK(input.dim() == 3 || input.dim() == 4, ValueError,
-               "Softmax2d: expected a 3-d (C, H, W) or 4-d (N, C, H, W) input, found shape ",
-               shape_str(input.sizes()));
+               "Softmax2d: expected a 3-d (C, H, W) or 4-d (N, C, H, W) input, found shape ", shape_str(input.sizes()));
   return minidl::softmax(input, -3);
 }
 
 Tensor softmax(const Tensor& input, const SoftmaxFuncOptions& o) { return minidl::softmax(input, o.dim()); }
-Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& o) {
-  return minidl::log_softmax(input, o.dim());
-}
+Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& o) { return minidl::log_softmax(input, o.dim()); }
 
 }  // namespace functional
 }  // namespace nn

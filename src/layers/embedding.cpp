@@ -16,8 +16,7 @@ namespace nn {
 namespace {
 
 /// padding_idx within [-num, num), wrapped to [0, num).
-std::optional<std::int64_t> wrapped_padding(std::optional<std::int64_t> padding_idx, std::int64_t num,
-                                            const char* op) {
+std::optional<std::int64_t> wrapped_padding(std::optional<std::int64_t> padding_idx, std::int64_t num, const char* op) {
   if (!padding_idx) return padding_idx;
   const std::int64_t p = *padding_idx;
   MINIDL_CHECK(p >= -num && p < num, ValueError, op, ": padding_idx must be within [", -num, ", ", num,
@@ -39,8 +38,7 @@ Tensor embedding_impl(const Tensor& input, const Tensor& weight, std::optional<s
   Shape data_strides(shape.size(), 0), index_strides = index.strides();
   data_strides.back() = weight.stride(1);
   index_strides.push_back(0);
-  const Tensor out =
-      ops::index_gather(weight, shape, data_strides, {{index, index_strides, 0, "input"}}, false, op);
+  const Tensor out = ops::index_gather(weight, shape, data_strides, {{index, index_strides, 0, "input"}}, false, op);
   const autograd::SavedTensor saved(index, op);
   const Shape weight_shape = weight.sizes();
   return autograd::record(out, "EmbeddingBackward", {weight}, [saved, weight_shape, pad](const Tensor& g) {
@@ -75,8 +73,8 @@ Tensor one_hot(const Tensor& tensor, std::int64_t num_classes) {
   if (!tensor.is_cuda() && tensor.numel() > 0) {
     const std::int64_t lo = tensor.min().item<std::int64_t>(), hi = tensor.max().item<std::int64_t>();
     MINIDL_CHECK(lo >= 0, ValueError, "one_hot: class values must be non-negative, found ", lo);
-    MINIDL_CHECK(hi < num_classes, ValueError, "one_hot: class values must be smaller than num_classes (",
-                 num_classes, "), found ", hi);
+    MINIDL_CHECK(hi < num_classes, ValueError, "one_hot: class values must be smaller than num_classes (", num_classes,
+                 "), found ", hi);
   }
   const Tensor classes = arange(num_classes, TensorOptions(kInt64).device(tensor.device()));
   return tensor.unsqueeze(-1).eq(classes).to(kInt64);
@@ -125,9 +123,8 @@ Embedding Embedding::from_pretrained(const Tensor& embeddings, const EmbeddingFr
   MINIDL_CHECK(embeddings.defined() && embeddings.dim() == 2, ValueError,
                "Embedding::from_pretrained: embeddings must be a 2-d tensor, found ",
                embeddings.defined() ? shape_str(embeddings.sizes()) : std::string("an undefined tensor"));
-  Embedding e(EmbeddingOptions(embeddings.size(0), embeddings.size(1))
-                  ._weight(embeddings)
-                  .padding_idx(options.padding_idx()));
+  Embedding e(
+      EmbeddingOptions(embeddings.size(0), embeddings.size(1))._weight(embeddings).padding_idx(options.padding_idx()));
   e->weight.requires_grad_(!options.freeze());
   return e;
 }

@@ -111,7 +111,8 @@ void check_pointwise(const Tensor& input, const Tensor& target, const char* op) 
 /// An optional weight (undefined: none) that must broadcast to `shape`, on the input's device.
 void check_weight(const Tensor& weight, const Tensor& input, const char* op, const char* arg) {
   if (!weight.defined()) return;
-  MINIDL_CHECK(is_floating_point(weight.dtype()), TypeError, op, ": ", arg, " must be floating, found ", weight.dtype());
+  MINIDL_CHECK(is_floating_point(weight.dtype()), TypeError, op, ": ", arg, " must be floating, found ",
+               weight.dtype());
   MINIDL_CHECK(weight.device() == input.device(), TypeError, op, ": input is on ", input.device(), ", ", arg, " on ",
                weight.device());
   const Shape& w = weight.sizes();

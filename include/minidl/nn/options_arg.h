@@ -2,11 +2,14 @@
 // #pragma once) by the option headers of nn/functional/ and nn/modules/, each of which #undefs it at its end,
 // as modules.h does with its own copy.
 #ifndef MINIDL_ARG
-#define MINIDL_ARG(T, name)                      \
- public:                                         \
-  auto& name(const T& v) { name##_ = v; return *this; } \
-  const T& name() const { return name##_; }      \
-                                                 \
- private:                                        \
+#define MINIDL_ARG(T, name)                 \
+ public:                                    \
+  auto& name(const T& v) {                  \
+    name##_ = v;                            \
+    return *this;                           \
+  }                                         \
+  const T& name() const { return name##_; } \
+                                            \
+ private:                                   \
   T name##_
 #endif

@@ -3,8 +3,13 @@
 // backward-input and backward-weight with TF32 off and on, and the memory-bound 2x2 max-pool and ReLUs
 // (own kernels). conv1's input gradient is left out: the training step never computes it (the image needs none).
 // tensor_ops/<op>/<shape>: the memory-bound tensor ops of a model's hot path (cat, indexing, gather, scatter_add,
-// where, masked_fill, reductions, cumsum, topk) through the public API on large float32 tensors, against
-// tensor_ops/copy (bench/compare_tensor_ops.py times PyTorch's same calls beside them).
+// where, masked_fill, reductions, cumsum, topk, GPT's LayerNorm forward and forward+backward) through the public
+// API on large float32 tensors, against tensor_ops/copy (bench/compare_tensor_ops.py times PyTorch's same calls
+// beside them).
+// attention/fwd_bwd: scaled_dot_product_attention forward and backward at B=16, 12 heads, T=1024, head dim 64,
+// causal, float32, through the flash-attention kernels (fused:1) and the composed reference path (fused:0).
+// lstm/fwd_bwd: nn::LSTM (2 layers, 512 hidden, input 512) forward and backward at T=128, batch 64, float32.
+// bench/compare_layers.py times PyTorch's same layers beside these.
 //
 // Timing: the first call of a pass runs eagerly (cuDNN's algorithm search and workspace allocation happen
 // there), then kCallsPerSample calls are captured into one CUDA graph, as the training step runs them. Every
@@ -33,6 +38,7 @@
 #include <exception>
 #include <functional>
 #include <iostream>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <vector>
@@ -317,9 +323,66 @@ void BM_tensor_op(benchmark::State& state, const TensorOpCase& c) {
       const std::int64_t k = std::stoll(op.substr(4));
       call = [&, k] { out = std::get<0>(minidl::topk(a, k, -1)); };
       bytes = 4 * n;
+    } else if (op == "layer_norm" || op == "layer_norm_fwd_bwd") {
+      // GPT's LayerNorm over the last dim, with weight and bias; the forward and backward reads x (and dy) and
+      // writes y (and dx) once each: 8 and 20 bytes per element (the per-row statistics and parameters aside).
+      const std::int64_t c = s.back();
+      Tensor w = minidl::randn({c}, kDevice), bias = minidl::randn({c}, kDevice);
+      if (op == "layer_norm") {
+        call = [&, w, bias] { out = minidl::nn::functional::layer_norm(a, {c}, w, bias); };
+        bytes = 8 * n;
+      } else {
+        b = randn();  // the upstream gradient
+        for (Tensor* t : {&a, &w, &bias}) t->requires_grad_(true);
+        call = [&, w, bias] {
+          for (Tensor t : {a, w, bias}) t.mutable_grad() = Tensor();  // fresh gradients, not accumulated ones
+          out = minidl::nn::functional::layer_norm(a, {c}, w, bias);
+          out.backward(b);
+        };
+        bytes = 20 * n;
+      }
     }
-    minidl::NoGradGuard no_grad;
+    std::optional<minidl::NoGradGuard> no_grad;
+    if (op != "layer_norm_fwd_bwd") no_grad.emplace();
     time_on_device(state, Cost{0, bytes}, kFp32, call);
+  });
+}
+
+/// state.range(0): whether the flash-attention kernels run (else the composed path). FLOPs: the causal half of
+/// Q·Kᵀ and P·V forward, 2.5 times that backward (FlashAttention's count: recomputation not included); bytes:
+/// q, k, v, out, the output gradient and the three input gradients once each.
+void BM_attention(benchmark::State& state) {
+  guarded(state, [&] {
+    const std::int64_t B = 16, H = 12, T = 1024, d = 64;
+    const bool fused = state.range(0) != 0;
+    minidl::cuda::set_allow_tf32(false, false);
+    minidl::cuda::set_flash_attention_enabled(fused);
+    minidl::manual_seed(0);
+    const auto leaf = [&] { return minidl::randn({B, H, T, d}, kDevice).requires_grad_(true); };
+    const minidl::Tensor q = leaf(), k = leaf(), v = leaf(), g = minidl::randn({B, H, T, d}, kDevice);
+    const double bhttd = static_cast<double>(B * H * T) * static_cast<double>(T * d);
+    const Cost cost{3.5 * 2.0 * bhttd, 8.0 * 4.0 * static_cast<double>(B * H * T * d)};
+    time_on_device(state, cost, kFp32, [&] {
+      minidl::nn::functional::scaled_dot_product_attention(q, k, v, {}, 0.0, true).backward(g);
+    });
+    minidl::cuda::set_flash_attention_enabled(true);
+  });
+}
+
+/// nn::LSTM, 2 layers of 512 on inputs of 512, T = 128, batch 64: forward and backward (input and parameter
+/// gradients). FLOPs: the input and recurrent GEMMs of both layers, forward and twice that backward.
+void BM_lstm(benchmark::State& state) {
+  guarded(state, [&] {
+    const std::int64_t T = 128, B = 64, I = 512, H = 512;
+    minidl::cuda::set_allow_tf32(false, false);
+    minidl::manual_seed(0);
+    minidl::nn::LSTM lstm(minidl::nn::LSTMOptions(I, H).num_layers(2));
+    lstm->to(kDevice);
+    const minidl::Tensor x = minidl::randn({T, B, I}, kDevice).requires_grad_(true);
+    const minidl::Tensor g = minidl::randn({T, B, H}, kDevice);
+    const double gemm = 2.0 * static_cast<double>(T * B) * static_cast<double>(4 * H) * static_cast<double>(I + H);
+    const Cost cost{3.0 * 2.0 * gemm, 0};
+    time_on_device(state, cost, kFp32, [&] { std::get<0>(lstm->forward(x)).backward(g); });
   });
 }
 
@@ -337,6 +400,8 @@ const std::vector<TensorOpCase>& tensor_op_cases() {
       {"sum_middle", {64, 4096, 256}},
       {"cumsum_last", {8192, 8192}},
       {"topk50", {512, 50304}},
+      {"layer_norm", {16 * 1024, 768}},
+      {"layer_norm_fwd_bwd", {16 * 1024, 768}},
   };
   return cases;
 }
@@ -388,6 +453,15 @@ int run_program(int argc, char** argv) {
   benchmark::RegisterBenchmark("relu1/backward", BM_relu, conv1, Pass::BackwardInput)->Apply(memory_args);
   benchmark::RegisterBenchmark("relu2/forward", BM_relu, conv2, Pass::Forward)->Apply(memory_args);
   benchmark::RegisterBenchmark("relu2/backward", BM_relu, conv2, Pass::BackwardInput)->Apply(memory_args);
+  benchmark::RegisterBenchmark("lstm/fwd_bwd", BM_lstm)->UseManualTime()->Iterations(kSamples)->Unit(
+      benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("attention/fwd_bwd", BM_attention)
+      ->ArgNames({"fused"})
+      ->Args({1})
+      ->Args({0})
+      ->UseManualTime()
+      ->Iterations(kSamples)
+      ->Unit(benchmark::kMicrosecond);
   for (const TensorOpCase& c : tensor_op_cases()) {
     benchmark::RegisterBenchmark(("tensor_ops/" + std::string(c.op) + "/" + shape_name(c.shape)).c_str(),
                                  BM_tensor_op, c)

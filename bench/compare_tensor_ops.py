@@ -79,6 +79,14 @@ def torch_case(torch, op, shape):
         x = randn(*shape)
         k = int(op[len("topk"):])
         return lambda: torch.topk(x, k, -1)
+    if op in ("layer_norm", "layer_norm_fwd_bwd"):
+        x, w, b = randn(*shape), randn(shape[-1]), randn(shape[-1])
+        if op == "layer_norm":
+            return lambda: torch.nn.functional.layer_norm(x, shape[-1:], w, b)
+        gy = randn(*shape)
+        for t in (x, w, b):
+            t.requires_grad_(True)
+        return lambda: torch.autograd.grad(torch.nn.functional.layer_norm(x, shape[-1:], w, b), (x, w, b), gy)
     raise SystemExit(f"compare_tensor_ops.py: no PyTorch form of case {op}")
 
 

@@ -440,6 +440,56 @@ TEST(ApiExamples, FusedLayers) {
   expect_close(y, relu(nn::functional::conv2d(x, conv1->weight, conv1->bias)), 0.0, 0.0, "ConvReLU2d");
 }
 
+TEST(ApiExamples, RecurrentLayers) {
+  nn::LSTM lstm(nn::LSTMOptions(32, 64).num_layers(2).batch_first(true).bidirectional(true));
+  auto [out, state] = lstm(randn({8, 100, 32}));         // out (8, 100, 128)
+  auto [h_n, c_n] = state;                               // (4, 8, 64) each
+  auto [out2, h2] = nn::GRU(32, 64)(randn({100, 8, 32}), zeros({1, 8, 64}));
+  nn::LSTMCell cell(32, 64);
+  auto [h, c] = cell(randn({8, 32}));                    // then cell(x, std::make_tuple(h, c))
+
+  EXPECT_EQ(out.sizes(), (Shape{8, 100, 128}));
+  EXPECT_EQ(h_n.sizes(), (Shape{4, 8, 64}));
+  EXPECT_EQ(c_n.sizes(), (Shape{4, 8, 64}));
+  EXPECT_EQ(out2.sizes(), (Shape{100, 8, 64}));
+  EXPECT_EQ(h2.sizes(), (Shape{1, 8, 64}));
+  expect_close(h2.select(0, 0), out2.select(0, 99), 0.0, 0.0, "GRU h_n is the last output");
+  // The last layer's forward final state is the output's last step, its reverse one the first step's.
+  expect_close(h_n.select(0, 2), out.select(1, 99).narrow(1, 0, 64), 0.0, 0.0, "LSTM forward h_n");
+  expect_close(h_n.select(0, 3), out.select(1, 0).narrow(1, 64, 64), 0.0, 0.0, "LSTM reverse h_n");
+  EXPECT_EQ(h.sizes(), (Shape{8, 64}));
+  EXPECT_EQ(c.sizes(), (Shape{8, 64}));
+}
+
+TEST(ApiExamples, GenerativeLayers) {
+  namespace F = nn::functional;
+  nn::Sequential decoder(nn::ConvTranspose2d(nn::ConvTranspose2dOptions(64, 32, 4).stride(2).padding(1)), nn::ReLU(),
+                         nn::Upsample(nn::UpsampleOptions().scale_factor(std::vector<double>{2, 2}).mode(kBilinear)),
+                         nn::ReflectionPad2d(1), nn::Conv2d(32, 12, 3), nn::PixelShuffle(2));
+  Tensor img = decoder(randn({8, 64, 7, 7}));           // (8, 3, 56, 56)
+  Tensor p = F::pad(img, F::PadFuncOptions({1, 1, 2, 2}).mode(kReplicate));
+  Tensor s = F::interpolate(img, F::InterpolateFuncOptions().size(std::vector<std::int64_t>{28, 28})
+                                     .mode(kBilinear).align_corners(true));
+
+  EXPECT_EQ(img.sizes(), (Shape{8, 3, 56, 56}));
+  EXPECT_EQ(p.sizes(), (Shape{8, 3, 60, 58}));
+  EXPECT_EQ(s.sizes(), (Shape{8, 3, 28, 28}));
+  (img.sum() + p.sum() + s.sum()).backward();
+  for (const Tensor& param : decoder->parameters()) EXPECT_TRUE(param.grad().defined());
+}
+
+TEST(ApiExamples, NormalizationLayers) {
+  nn::LayerNorm ln(nn::LayerNormOptions({768}));
+  Tensor h = ln(randn({4, 128, 768}));                   // statistics over the last dim
+  std::cout << *ln << "\n";                             // LayerNorm([768], eps=1e-05, elementwise_affine=true)
+
+  EXPECT_EQ(h.sizes(), (Shape{4, 128, 768}));
+  expect_close(h.mean({-1}), zeros({4, 128}), 0.0, 1e-5, "LayerNorm row means");
+  std::ostringstream os;
+  os << *ln;
+  EXPECT_EQ(os.str(), "LayerNorm([768], eps=1e-05, elementwise_affine=true)");
+}
+
 TEST(ApiExamples, Optim) {
   manual_seed(0);
   Mlp model(10, 32, 3);
@@ -558,6 +608,22 @@ std::string normalized(std::istream& in) {
   return out;
 }
 }  // namespace
+
+TEST(ApiExamples, Attention) {
+  nn::MultiheadAttention mha(nn::MultiheadAttentionOptions(64, 8));
+  Tensor x = randn({10, 2, 64});                                    // (L, N, E)
+  Tensor causal = ones({10, 10}, kBool).triu(1);                    // true: not allowed (PyTorch's sense here)
+  auto [y, w] = mha->forward(x, x, x, {}, /*need_weights=*/true, causal);  // y (10, 2, 64), w (2, 10, 10)
+  auto [y2, none] = mha->forward(x, x, x, {}, /*need_weights=*/false, causal);  // through scaled_dot_product_attention
+  Tensor q = randn({2, 8, 10, 8});                                  // (N, heads, L, head_dim)
+  Tensor o = nn::functional::scaled_dot_product_attention(q, q, q, {}, 0.0, /*is_causal=*/true);
+  EXPECT_EQ(y.sizes(), (Shape{10, 2, 64}));
+  EXPECT_EQ(w.sizes(), (Shape{2, 10, 10}));
+  expect_close(y2, y, 1e-5, 1e-6, "need_weights false");
+  expect_close(w.triu(1), zeros({2, 10, 10}), 0, 0, "causal weights");
+  EXPECT_EQ(o.sizes(), q.sizes());
+  EXPECT_FALSE(none.defined());
+}
 
 TEST(ApiExamples, DocsMatch) {
   const std::filesystem::path self(__FILE__);

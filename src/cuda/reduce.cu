@@ -30,6 +30,9 @@ constexpr i64 kTargetBlocks = 1024;  // below this many blocks, long rows are sp
 // The same for strided slices. More blocks, each shorter, shorten the end of the pass, when too few blocks remain to
 // keep the memory system busy: it costs more than the partials' extra traffic.
 constexpr i64 kTargetColumnBlocks = 4096;
+// A strided slice split for occupancy costs a second launch, which takes longer than one block needs to stream a
+// few hundred kilobytes: a slice whose block reads no more than this (a bias gradient's batch sum) stays whole.
+constexpr i64 kMinSplitColumnBytes = i64{1} << 19;
 constexpr i64 kGroupRowMax = 4096;   // rows up to this long go to a group of lanes rather than a block
 constexpr int kColumnRows = 8;       // rows of threads in a block over strided slices
 constexpr int kUnroll = 8;           // strided loads in flight per thread before they are combined in order
@@ -264,7 +267,9 @@ void launch_reduce(const R& r, const In* x, i64 outer, i64 n, i64 inner, Out* ou
   const i64 packs = packed ? inner / kV : inner;
   const i64 tiles = rows ? 1 : (packs >= kWarp ? ceil_div(packs, kWarp) : 1);
   i64 segs = n > chunk ? ceil_div(n, chunk) : 1;
-  if (outer * tiles * segs < target && n > min_seg) {
+  const i64 block_bytes = n * std::min<i64>(inner, i64{kWarp} * (packed ? kV : 1)) * static_cast<i64>(sizeof(In));
+  const bool worth_splitting = rows || block_bytes > kMinSplitColumnBytes;
+  if (outer * tiles * segs < target && n > min_seg && worth_splitting) {
     segs = std::max(segs, std::min(ceil_div(target, outer * tiles), ceil_div(n, min_seg)));
   }
   const i64 len = segs == 1 ? n : ceil_div(n, segs);

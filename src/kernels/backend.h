@@ -18,10 +18,13 @@
 #include "kernels/elementwise.h"
 #include "kernels/index_geometry.h"
 #include "kernels/matmul_layout.h"
+#include "kernels/normalization.h"
 #include "kernels/optim_update.h"
 #include "kernels/params.h"
 #include "kernels/reduce.h"
+#include "kernels/rnn_cell.h"
 #include "kernels/scan.h"
+#include "kernels/upsample.h"
 #include "minidl/config.h"
 #include "minidl/tensor.h"
 #if MINIDL_CUDA_ENABLED
@@ -266,12 +269,31 @@
   void batch_norm_backward(const kernels::BatchNormParams& p, const T* x, const T* dy, const T* gamma,               \
                            const T* save_mean, const T* save_invstd, T* dx, T* dgamma, T* dbeta);
 
+// ---- rnn: src/cpu/rnn.cpp, src/cuda/rnn.cu (the formulas: kernels/rnn_cell.h) ---------------------------------
+// One time step's pointwise gate math of nn::RNN / LSTM / GRU and their cells: f(e) for every element e < f.numel()
+// of the (batch, hidden) state, T float or double, pointers on the kernel's device.
+#define MINIDL_RNN_KERNELS                                                                                           \
+  template <class T>                                                                                                 \
+  void rnn_cell_forward(const kernels::RnnCellForward<T>& f);                                                        \
+  template <class T>                                                                                                 \
+  void rnn_cell_backward(const kernels::RnnCellBackward<T>& f);
+
+// ---- upsample: src/cpu/upsample.cpp, src/cuda/upsample.cu (the formulas: kernels/upsample.h) --------------
+// x planes x h.in x w.in, y planes x h.out x w.out, contiguous.
+//   upsample_forward:   y = interpolate(x) by nearest or (bi)linear taps.
+//   upsample_backward:  dx = its input gradient given dy, gathered per input element; overwrites dx.
+#define MINIDL_UPSAMPLE_KERNELS                                                                                      \
+  template <class T>                                                                                                 \
+  void upsample_forward(const kernels::UpsampleParams& p, const T* x, T* y);                                         \
+  template <class T>                                                                                                 \
+  void upsample_backward(const kernels::UpsampleParams& p, const T* dy, T* dx);
+
 // Every family, declared once for each backend.
 #define MINIDL_BACKEND_KERNELS                                                                                       \
   MINIDL_COPY_KERNELS MINIDL_RANGE_KERNELS MINIDL_RANDOM_KERNELS MINIDL_ELEMENTWISE_KERNELS MINIDL_REDUCE_KERNELS    \
   MINIDL_SCAN_KERNELS MINIDL_SORT_KERNELS MINIDL_MATMUL_KERNELS MINIDL_SOFTMAX_KERNELS MINIDL_CROSS_ENTROPY_KERNELS  \
   MINIDL_GATHER_KERNELS MINIDL_OPTIM_KERNELS MINIDL_CONV2D_KERNELS MINIDL_POOL2D_KERNELS MINIDL_BATCH_NORM_KERNELS   \
-  MINIDL_JOINING_KERNELS MINIDL_TRIANGLE_KERNELS MINIDL_WHERE_KERNELS
+  MINIDL_JOINING_KERNELS MINIDL_TRIANGLE_KERNELS MINIDL_WHERE_KERNELS MINIDL_RNN_KERNELS MINIDL_UPSAMPLE_KERNELS
 
 namespace minidl {
 namespace cpu {
@@ -305,7 +327,35 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 #undef MINIDL_CONV2D_KERNELS
 #undef MINIDL_POOL2D_KERNELS
 #undef MINIDL_BATCH_NORM_KERNELS
+#undef MINIDL_RNN_KERNELS
+#undef MINIDL_UPSAMPLE_KERNELS
 #undef MINIDL_BACKEND_KERNELS
+
+// ---- normalization: src/cpu/normalization.cpp, src/cuda/normalization.cu (the formulas: kernels/normalization.h) --
+// Rows of a contiguous (rows, n) x normalised one by one (layer_norm, rms_norm; group_norm and instance_norm on
+// their (N * groups, C / groups * spatial) view). gamma, beta, dgamma, dbeta hold n values or are null (absent, or
+// that gradient not wanted); mean and rstd hold one value per row (mean 0 when not centered).
+//   row_norm_forward:  y = xhat * gamma + beta, and the row statistics for the backward.
+//   row_norm_backward: dx (overwritten; may be null when not wanted), dgamma and dbeta (overwritten, summed over
+//                      the rows in an order fixed by the shape: no atomics) from x, dy and the saved statistics.
+#define MINIDL_NORMALIZATION_KERNELS                                                                                 \
+  template <class T>                                                                                                 \
+  void row_norm_forward(const kernels::RowNormParams& p, const T* x, const T* gamma, const T* beta, T* y, T* mean,   \
+                        T* rstd);                                                                                    \
+  template <class T>                                                                                                 \
+  void row_norm_backward(const kernels::RowNormParams& p, const T* x, const T* dy, const T* gamma, const T* mean,    \
+                         const T* rstd, T* dx, T* dgamma, T* dbeta);
+namespace minidl {
+namespace cpu {
+MINIDL_NORMALIZATION_KERNELS
+}  // namespace cpu
+#if MINIDL_CUDA_ENABLED
+namespace gpu {
+MINIDL_NORMALIZATION_KERNELS
+}  // namespace gpu
+#endif
+}  // namespace minidl
+#undef MINIDL_NORMALIZATION_KERNELS
 
 // ---- routing --------------------------------------------------------------------------------------------
 // Runs `call` on the backend of `device`: MINIDL_ON_BACKEND(t.device(), fill(out, 1.0)).

@@ -3,12 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "layers/default_init.h"
 #include "minidl/autograd.h"
 #include "minidl/nn/init.h"
 
 namespace minidl {
 namespace nn {
 namespace F = functional;
+using layers::default_init;
 
 namespace {
 std::ostream& operator<<(std::ostream& os, const ExpandingArray2& a) { return os << "(" << a.h << ", " << a.w << ")"; }
@@ -19,15 +21,6 @@ void print_pool(std::ostream& os, const char* name, const Pool2dOptions& o) {
   const ExpandingArray2 k = o.kernel_size(), s = o.stride();
   os << name << "(kernel_size=" << k << ", stride=" << ExpandingArray2(s.h == 0 ? k.h : s.h, s.w == 0 ? k.w : s.w)
      << ", padding=" << o.padding() << ")";
-}
-
-/// LibTorch's reset_parameters() of Linear and Conv2d.
-void default_init(Tensor& weight, Tensor& bias) {
-  init::kaiming_uniform_(weight, std::sqrt(5.0));
-  if (bias.defined()) {
-    const double bound = 1.0 / std::sqrt(static_cast<double>(init::calculate_fan_in_and_fan_out(weight).first));
-    init::uniform_(bias, -bound, bound);
-  }
 }
 }  // namespace
 

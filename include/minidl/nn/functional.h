@@ -4,6 +4,7 @@
 #include <array>
 #include <cstdint>
 
+#include "minidl/nn/functional/attention.h"
 #include "minidl/ops.h"
 #include "minidl/tensor.h"
 
@@ -96,3 +97,5 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction =
 }  // namespace minidl
 
 #include "minidl/nn/functional/basics.h"
+#include "minidl/nn/functional/generative.h"
+#include "minidl/nn/functional/normalization.h"

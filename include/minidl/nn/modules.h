@@ -4,19 +4,12 @@
 #include <memory>
 #include <vector>
 
+#include "minidl/arg.h"
 #include "minidl/nn/functional.h"
 #include "minidl/nn/module.h"
 
 namespace minidl {
 namespace nn {
-
-#define MINIDL_ARG(T, name)                      \
- public:                                         \
-  auto& name(const T& v) { name##_ = v; return *this; } \
-  const T& name() const { return name##_; }      \
-                                                 \
- private:                                        \
-  T name##_
 
 struct LinearOptions {
   LinearOptions(std::int64_t in, std::int64_t out) : in_features_(in), out_features_(out) {}
@@ -273,9 +266,10 @@ class SequentialImpl : public Module {
 };
 MINIDL_MODULE(Sequential);
 
-#undef MINIDL_ARG
-
 }  // namespace nn
 }  // namespace minidl
 
 #include "minidl/nn/modules/basics.h"
+#include "minidl/nn/modules/rnn.h"
+#include "minidl/nn/modules/generative.h"
+#include "minidl/nn/modules/normalization.h"

@@ -7,7 +7,7 @@
 
 #include "minidl/tensor.h"
 
-#include "minidl/nn/options_arg.h"
+#include "minidl/arg.h"
 
 namespace minidl {
 namespace nn {
@@ -64,4 +64,3 @@ Tensor log_softmax(const Tensor& input, const LogSoftmaxFuncOptions& options);
 }  // namespace nn
 }  // namespace minidl
 
-#undef MINIDL_ARG

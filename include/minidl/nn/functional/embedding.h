@@ -5,7 +5,7 @@
 
 #include "minidl/tensor.h"
 
-#include "minidl/nn/options_arg.h"
+#include "minidl/arg.h"
 
 namespace minidl {
 namespace nn {
@@ -30,4 +30,3 @@ Tensor one_hot(const Tensor& tensor, std::int64_t num_classes = -1);
 }  // namespace nn
 }  // namespace minidl
 
-#undef MINIDL_ARG

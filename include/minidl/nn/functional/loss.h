@@ -7,7 +7,7 @@
 #include "minidl/nn/functional.h"
 #include "minidl/tensor.h"
 
-#include "minidl/nn/options_arg.h"
+#include "minidl/arg.h"
 
 namespace minidl {
 namespace nn {
@@ -102,4 +102,3 @@ inline constexpr nn::Reduction kBatchMean = nn::Reduction::BatchMean;
 
 }  // namespace minidl
 
-#undef MINIDL_ARG

@@ -6,7 +6,7 @@
 #include "minidl/nn/functional/embedding.h"
 #include "minidl/nn/modules.h"
 
-#include "minidl/nn/options_arg.h"
+#include "minidl/arg.h"
 
 namespace minidl {
 namespace nn {
@@ -50,4 +50,3 @@ class Embedding : public ModuleHolder<EmbeddingImpl> {
 }  // namespace nn
 }  // namespace minidl
 
-#undef MINIDL_ARG

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Times the layer benchmarks of bench_ops_gpu (attention, layer_norm, lstm: forward and backward) beside the same
+"""Times the layer benchmarks of bench_ops_gpu (attention, lstm: forward and backward) beside the same
 layers in PyTorch, in one invocation, and prints one table.
 
   python3 bench/compare_layers.py --bench build/bench/bench_ops_gpu [--repeat 2] [--out table.csv]
@@ -15,8 +15,10 @@ import json
 import subprocess
 import sys
 
+from torch_graph_time import graph_time_us
+
 CALLS, SAMPLES = 20, 50
-FILTER = "^(attention|layer_norm|lstm)/"
+FILTER = "^(attention|lstm)/"
 
 
 def minidl_results(bench):
@@ -52,11 +54,6 @@ def torch_case(torch, name):
             with sdpa_kernel(backends):
                 F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g)
         return call
-    if name.startswith("layer_norm/fwd_bwd"):
-        rows, width = 16 * 1024, 768
-        x, g = leaf(rows, width), torch.randn(rows, width, device=dev)
-        ln = torch.nn.LayerNorm(width, device=dev)
-        return lambda: ln(x).backward(g)
     if name.startswith("lstm/fwd_bwd"):
         T, B, I, Hd = 128, 64, 512, 512
         lstm = torch.nn.LSTM(I, Hd, num_layers=2, device=dev)
@@ -77,28 +74,7 @@ def torch_results(names):
         if call is None:
             print(f"compare_layers.py: no PyTorch form of case {name}")
             continue
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                call()
-        torch.cuda.current_stream().wait_stream(s)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(CALLS):
-                call()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        total = 0.0
-        for _ in range(SAMPLES):
-            graph.replay()  # keeps the GPU busy, so the events bracket device time
-            start.record()
-            graph.replay()
-            stop.record()
-            stop.synchronize()
-            total += start.elapsed_time(stop) * 1e3 / CALLS
-        del graph
-        out[name] = total / SAMPLES
-        torch.cuda.empty_cache()
+        out[name] = graph_time_us(torch, call, CALLS, SAMPLES)
     return out
 
 

@@ -16,6 +16,8 @@ import json
 import subprocess
 import sys
 
+from torch_graph_time import graph_time_us
+
 CALLS, SAMPLES = 20, 100
 
 
@@ -98,28 +100,7 @@ def torch_results(names):
     for name in names:
         _, op, dims = name.split("/")
         call = torch_case(torch, op, [int(s) for s in dims.split("x")])
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            for _ in range(3):
-                call()
-        torch.cuda.current_stream().wait_stream(s)
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph):
-            for _ in range(CALLS):
-                call()
-        start, stop = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        total = 0.0
-        for _ in range(SAMPLES):
-            graph.replay()  # keeps the GPU busy, so the events bracket device time
-            start.record()
-            graph.replay()
-            stop.record()
-            stop.synchronize()
-            total += start.elapsed_time(stop) * 1e3 / CALLS
-        out[name] = total / SAMPLES
-        del graph
-        torch.cuda.empty_cache()
+        out[name] = graph_time_us(torch, call, CALLS, SAMPLES)
     return out
 
 

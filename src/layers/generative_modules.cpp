@@ -12,7 +12,7 @@ namespace F = functional;
 namespace {
 std::ostream& operator<<(std::ostream& os, const ExpandingArray2& a) { return os << "(" << a.h << ", " << a.w << ")"; }
 /// A 1-d size as PyTorch prints it: a tuple of one, "(3,)".
-std::string tuple1(std::int64_t v) { return detail::str("(", v, ",)"); }
+std::string tuple1(std::int64_t v) { return ::minidl::detail::str("(", v, ",)"); }
 
 void check_channels(const char* module, std::int64_t in, std::int64_t out, std::int64_t groups, std::int64_t kernel_h,
                     std::int64_t kernel_w) {

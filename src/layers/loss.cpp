@@ -19,7 +19,8 @@ Tensor reduce(const Tensor& losses, Reduction reduction, const char* op = "loss"
     case Reduction::Mean: return mean(losses);
     case Reduction::BatchMean: break;
   }
-  throw ValueError(::minidl::detail::str(op, ": reduction kBatchMean is kl_div's alone (use kMean, kSum or kNone)"));
+  throw ValueError(
+      ::minidl::detail::str(op, ": reduction kBatchMean is kl_div's alone (use kMean, kSum or kNone)"));
 }
 
 void check_classification(const Tensor& input, const Tensor& target, const char* op) {
@@ -253,7 +254,8 @@ Tensor cross_entropy(const Tensor& input_in, const Tensor& target, const CrossEn
   try {
     picked = gather(lp, 1, safe.unsqueeze(1)).squeeze(1);
   } catch (const IndexError& e) {
-    throw IndexError(::minidl::detail::str(op, ": a target class is out of range for ", c, " classes (", e.what(), ")"));
+    throw IndexError(
+        ::minidl::detail::str(op, ": a target class is out of range for ", c, " classes (", e.what(), ")"));
   }
   Tensor w = logical_not(ignored).to(lp.dtype());
   if (weight.defined()) w = w * index_select(weight, 0, safe);

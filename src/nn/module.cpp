@@ -104,7 +104,8 @@ std::shared_ptr<Module> Module::replace_module(const std::string& name, std::sha
   for (auto& c : children_) {
     if (c.first == name) return c.second = std::move(module);
   }
-  throw IndexError(::minidl::detail::str(this->name(), ".replace_module: no submodule named \"", name, "\""));
+  throw IndexError(
+      ::minidl::detail::str(this->name(), ".replace_module: no submodule named \"", name, "\""));
 }
 
 void Module::unregister_module(const std::string& name) {

@@ -379,6 +379,46 @@ TEST(ApiExamples, Module) {
   EXPECT_EQ(model->named_parameters()[0].first, "fc1.weight");
 }
 
+// ---- docs/API.md: the everyday toolbox (Embedding, ModuleList, CrossEntropyLoss with ignore_index) --------
+struct TaggerImpl : nn::Module {
+  TaggerImpl() {
+    embed = register_module("embed", nn::Embedding(nn::EmbeddingOptions(1000, 64).padding_idx(0)));
+    blocks = register_module("blocks", nn::ModuleList());
+    for (int i = 0; i < 2; ++i) blocks->push_back(nn::Sequential(nn::Linear(64, 64), nn::SiLU()));
+    head = register_module("head", nn::Linear(64, 10));
+  }
+  Tensor forward(const Tensor& tokens) override {      // (N, T) int64
+    Tensor x = embed(tokens);                          // (N, T, 64)
+    for (const auto& b : *blocks) x = x + b->forward(x);
+    return head(x).permute({0, 2, 1});                 // (N, 10, T)
+  }
+  nn::Embedding embed{nullptr};
+  nn::ModuleList blocks{nullptr};
+  nn::Linear head{nullptr};
+};
+MINIDL_MODULE(Tagger);
+
+TEST(ApiExamples, Toolbox) {
+  const Tensor tokens = randint(0, 1000, {4, 7}, TensorOptions(kInt64));
+  const Tensor tags = masked_fill(randint(1, 10, {4, 7}, TensorOptions(kInt64)), tokens.lt(200), 0);
+  Tagger model;
+  nn::CrossEntropyLoss loss_fn(nn::CrossEntropyLossOptions().ignore_index(0).label_smoothing(0.1));
+  Tensor loss = loss_fn(model(tokens), tags);            // tags (N, T); padding tags (0) ignored
+  for (const auto& p : model->named_parameters()) std::cout << p.key() << "\n";
+
+  optim::SGD opt(model->parameters(), optim::SGDOptions(0.5));
+  const double first = loss.item<double>();
+  for (int i = 0; i < 30; ++i) {
+    opt.zero_grad();
+    loss = loss_fn(model(tokens), tags);
+    loss.backward();
+    opt.step();
+  }
+  EXPECT_LT(loss_fn(model(tokens), tags).item<double>(), 0.5 * first);
+  EXPECT_EQ(model->embed->weight.select(0, 0).abs().sum().item<double>(), 0.0);  // the padding row never moved
+  EXPECT_EQ(model->named_parameters().size(), 7u);
+}
+
 TEST(ApiExamples, Sequential) {
   nn::Sequential cnn(nn::Conv2d(nn::Conv2dOptions(1, 8, 3).padding(1)), nn::BatchNorm2d(8), nn::ReLU(),
                      nn::MaxPool2d(nn::MaxPool2dOptions(2)), nn::Flatten(), nn::Linear(8 * 14 * 14, 10));

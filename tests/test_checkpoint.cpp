@@ -102,7 +102,7 @@ bool any_differs(const Snapshot& a, const Snapshot& b) {
   return false;
 }
 
-std::vector<std::string> names_of(const std::vector<std::pair<std::string, Tensor>>& named) {
+std::vector<std::string> names_of(const OrderedDict<std::string, Tensor>& named) {
   std::vector<std::string> out;
   for (const auto& [name, t] : named) out.push_back(name);
   return out;

@@ -39,7 +39,7 @@ struct Net : nn::Module {
 };
 
 template <class V>
-std::vector<std::string> names_of(const std::vector<std::pair<std::string, V>>& named) {
+std::vector<std::string> names_of(const OrderedDict<std::string, V>& named) {
   std::vector<std::string> out;
   for (const auto& [n, t] : named) out.push_back(n);
   return out;

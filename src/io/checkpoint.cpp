@@ -69,8 +69,8 @@ void write_tensors(const NamedTensors& tensors, const std::string& path,
 }
 
 NamedTensors named_tensors(const nn::Module& module) {
-  NamedTensors out = module.named_parameters();
-  NamedTensors buffers = module.named_buffers();
+  NamedTensors out = module.named_parameters().pairs();
+  NamedTensors buffers = module.named_buffers().pairs();
   out.insert(out.end(), std::make_move_iterator(buffers.begin()), std::make_move_iterator(buffers.end()));
   return out;
 }

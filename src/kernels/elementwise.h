@@ -192,6 +192,36 @@ template <class T> struct Sigmoid {
   }
 };
 template <class T> struct Tanh { T a; MINIDL_HD T operator()(T x) const { return m_tanh(x); } };
+// The activations of nn/functional/activation.h, each with PyTorch's formula; the gradients are below.
+/// x * sigmoid(x)
+template <class T> struct Silu { T a; MINIDL_HD T operator()(T x) const { return x * Sigmoid<T>{T(0)}(x); } };
+/// log(sigmoid(x)) = min(x, 0) - log1p(exp(-|x|)): finite for any finite x.
+template <class T> struct LogSigmoid {
+  T a;
+  MINIDL_HD T operator()(T x) const { return (x < T(0) ? x : T(0)) - m_log1p(m_exp(-m_abs(x))); }
+};
+/// log1p(exp(beta x)) / beta, and x itself where beta x > threshold (a = beta, b = threshold).
+template <class T> struct Softplus {
+  T a, b;
+  MINIDL_HD T operator()(T x) const { return x * a > b ? x : m_log1p(m_exp(x * a)) / a; }
+};
+/// x for x > 0, else alpha (exp(x) - 1) (a = alpha).
+template <class T> struct Elu { T a; MINIDL_HD T operator()(T x) const { return x > T(0) ? x : a * m_expm1(x); } };
+/// x tanh(softplus(x))
+template <class T> struct Mish { T a; MINIDL_HD T operator()(T x) const { return x * m_tanh(m_log1p(m_exp(x))); } };
+/// x relu6(x + 3) / 6
+template <class T> struct Hardswish {
+  T a;
+  MINIDL_HD T operator()(T x) const { return x <= T(-3) ? T(0) : x >= T(3) ? x : x * (x + T(3)) / T(6); }
+};
+/// GELU's tanh approximation: x/2 (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))).
+template <class T> struct GeluTanh {
+  T a;
+  MINIDL_HD T operator()(T x) const {
+    const T inner = T(0.79788456080286535588) * (x + T(0.044715) * x * x * x);
+    return T(0.5) * x * (T(1) + m_tanh(inner));
+  }
+};
 template <class T> struct AddScalar { T a; MINIDL_HD T operator()(T x) const { return x + a; } };
 template <class T> struct MulScalar { T a; MINIDL_HD T operator()(T x) const { return m_mul(x, a); } };
 template <class T> struct PowScalar { T a; MINIDL_HD T operator()(T x) const { return m_pow(x, a); } };
@@ -330,6 +360,59 @@ template <class T> struct GeluGradOp {
     return g * (cdf + x * pdf);
   }
 };
+/// g * s (1 + x (1 - s)), s = sigmoid(x)
+template <class T> struct SiluGradOp {
+  T a;
+  MINIDL_HD T operator()(T g, T x) const {
+    const T s = Sigmoid<T>{T(0)}(x);
+    return g * s * (T(1) + x * (T(1) - s));
+  }
+};
+/// g * sigmoid(-x)
+template <class T> struct LogSigmoidGradOp {
+  T a;
+  MINIDL_HD T operator()(T g, T x) const { return g * Sigmoid<T>{T(0)}(-x); }
+};
+/// g * z / (z + 1), z = exp(beta x); g where beta x > threshold
+template <class T> struct SoftplusGradOp {
+  T a, b;
+  MINIDL_HD T operator()(T g, T x) const {
+    if (x * a > b) return g;
+    const T z = m_exp(x * a);
+    return g * z / (z + T(1));
+  }
+};
+/// g for x > 0, else g * alpha exp(x)
+template <class T> struct EluGradOp {
+  T a;
+  MINIDL_HD T operator()(T g, T x) const { return x > T(0) ? g : g * a * m_exp(x); }
+};
+/// g * (t + x s (1 - t^2)), t = tanh(softplus(x)), s = sigmoid(x)
+template <class T> struct MishGradOp {
+  T a;
+  MINIDL_HD T operator()(T g, T x) const {
+    const T t = m_tanh(m_log1p(m_exp(x)));
+    return g * (t + x * Sigmoid<T>{T(0)}(x) * (T(1) - t * t));
+  }
+};
+/// 0 below -3, g (x / 3 + 1/2) up to 3, g above (PyTorch's choice at the kinks)
+template <class T> struct HardswishGradOp {
+  T a;
+  MINIDL_HD T operator()(T g, T x) const {
+    return x < T(-3) ? T(0) : x <= T(3) ? g * (x / T(3) + T(0.5)) : g;
+  }
+};
+/// The derivative of GeluTanh, as PyTorch's gelu_backward(approximate='tanh').
+template <class T> struct GeluTanhGradOp {
+  T a;
+  MINIDL_HD T operator()(T g, T x) const {
+    const T k_beta = T(0.79788456080286535588), k_kappa = T(0.044715);
+    const T t = m_tanh(k_beta * (x + k_kappa * x * x * x));
+    const T left = T(0.5) * x, right = T(1) + t;
+    const T d_right = left * (T(1) - t * t) * k_beta * (T(1) + T(3) * k_kappa * x * x);
+    return g * (T(0.5) * right + d_right);
+  }
+};
 /// g where a <= x <= b (clamp's bounds, infinite when absent), else 0: NaN x passes none, as PyTorch.
 template <class T> struct ClampGradOp {
   T a, b;
@@ -360,7 +443,10 @@ template <class T> struct ClampOp { T a; MINIDL_HD T operator()(T x, T lo, T hi)
   X(Floor, All, Same, "floor") X(Ceil, All, Same, "ceil") X(Trunc, All, Same, "trunc")                        \
   X(Round, All, Same, "round") X(RoundDecimals, Floating, Same, "round") X(Clamp, All, Same, "clamp")         \
   X(ClampMin, All, Same, "clamp_min") X(ClampMax, All, Same, "clamp_max") X(FmodScalar, All, Same, "fmod")    \
-  X(IsNan, All, Bool, "isnan") X(IsInf, All, Bool, "isinf") X(IsFinite, All, Bool, "isfinite")
+  X(IsNan, All, Bool, "isnan") X(IsInf, All, Bool, "isinf") X(IsFinite, All, Bool, "isfinite")              \
+  X(Silu, Floating, Same, "silu") X(Softplus, Floating, Same, "softplus") X(Elu, Floating, Same, "elu")       \
+  X(Mish, Floating, Same, "mish") X(Hardswish, Floating, Same, "hardswish")                                   \
+  X(GeluTanh, Floating, Same, "gelu") X(LogSigmoid, Floating, Same, "logsigmoid")
 
 #define MINIDL_BINARY_OPS(X)                                                                                  \
   X(First, All, Same, "expand") X(Add, All, Same, "add") X(Sub, All, Same, "sub") X(Mul, All, Same, "mul")    \
@@ -373,7 +459,11 @@ template <class T> struct ClampOp { T a; MINIDL_HD T operator()(T x, T lo, T hi)
   X(LogicalXor, All, Bool, "logical_xor") X(AddRelu, All, Same, "add_relu")                                   \
   X(ReluGrad, Floating, Same, "relu_backward") X(LeakyReluGrad, Floating, Same, "leaky_relu_backward")        \
   X(SigmoidGrad, Floating, Same, "sigmoid_backward") X(TanhGrad, Floating, Same, "tanh_backward")             \
-  X(GeluGrad, Floating, Same, "gelu_backward") X(ClampGrad, Floating, Same, "clamp_backward")
+  X(GeluGrad, Floating, Same, "gelu_backward") X(ClampGrad, Floating, Same, "clamp_backward")                \
+  X(SiluGrad, Floating, Same, "silu_backward") X(SoftplusGrad, Floating, Same, "softplus_backward")           \
+  X(EluGrad, Floating, Same, "elu_backward") X(MishGrad, Floating, Same, "mish_backward")                     \
+  X(HardswishGrad, Floating, Same, "hardswish_backward") X(GeluTanhGrad, Floating, Same, "gelu_backward")  \
+  X(LogSigmoidGrad, Floating, Same, "logsigmoid_backward")
 
 #define MINIDL_TERNARY_OPS(X) X(Lerp, Floating, Same, "lerp") X(Clamp, All, Same, "clamp")
 

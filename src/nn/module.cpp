@@ -99,24 +99,52 @@ void Module::add_child(const std::string& name, std::shared_ptr<Module> module) 
   children_.emplace_back(name, std::move(module));
 }
 
+std::shared_ptr<Module> Module::replace_module(const std::string& name, std::shared_ptr<Module> module) {
+  MINIDL_CHECK(module != nullptr, ValueError, this->name(), ".replace_module(\"", name, "\"): module is null");
+  for (auto& c : children_) {
+    if (c.first == name) return c.second = std::move(module);
+  }
+  throw IndexError(
+      ::minidl::detail::str(this->name(), ".replace_module: no submodule named \"", name, "\""));
+}
+
+void Module::unregister_module(const std::string& name) {
+  const auto it = std::find_if(children_.begin(), children_.end(), [&](const auto& c) { return c.first == name; });
+  MINIDL_CHECK(it != children_.end(), IndexError, this->name(), ".unregister_module: no submodule named \"", name,
+               "\"");
+  children_.erase(it);
+}
+
 void Module::collect(const std::string& prefix, bool recurse, bool params,
-                     std::vector<std::pair<std::string, Tensor>>& out) const {
+                     OrderedDict<std::string, Tensor>& out) const {
   for (const auto& [n, t] : params ? parameters_ : buffers_) {
-    if (t.defined()) out.emplace_back(prefix + n, t);
+    if (t.defined()) out.insert(prefix + n, t);
   }
   if (!recurse) return;
   for (const auto& [n, c] : children_) c->collect(prefix + n + ".", true, params, out);
 }
 
-std::vector<std::pair<std::string, Tensor>> Module::named_parameters(bool recurse) const {
-  std::vector<std::pair<std::string, Tensor>> out;
+OrderedDict<std::string, Tensor> Module::named_parameters(bool recurse) const {
+  OrderedDict<std::string, Tensor> out("Parameter");
   collect("", recurse, true, out);
   return out;
 }
 
-std::vector<std::pair<std::string, Tensor>> Module::named_buffers(bool recurse) const {
-  std::vector<std::pair<std::string, Tensor>> out;
+OrderedDict<std::string, Tensor> Module::named_buffers(bool recurse) const {
+  OrderedDict<std::string, Tensor> out("Buffer");
   collect("", recurse, false, out);
+  return out;
+}
+
+OrderedDict<std::string, std::shared_ptr<Module>> Module::named_children() const {
+  OrderedDict<std::string, std::shared_ptr<Module>> out("Submodule");
+  for (const auto& [n, c] : children_) out.insert(n, c);
+  return out;
+}
+
+std::vector<std::shared_ptr<Module>> Module::children() const {
+  std::vector<std::shared_ptr<Module>> out;
+  for (const auto& c : children_) out.push_back(c.second);
   return out;
 }
 

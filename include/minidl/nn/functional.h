@@ -20,7 +20,8 @@ struct ExpandingArray2 {
   bool operator==(const ExpandingArray2& o) const { return h == o.h && w == o.w; }
 };
 
-enum class Reduction { None, Mean, Sum };
+/// LibTorch's reductions (also minidl::kNone, kMean, kSum, kBatchMean); BatchMean is kl_div's alone.
+enum class Reduction { None, Mean, Sum, BatchMean };
 
 /// Options of nn::ReLU and functional::relu, as LibTorch's ReLUOptions: `inplace` overwrites the input.
 struct ReLUOptions {
@@ -95,5 +96,6 @@ Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction =
 }  // namespace nn
 }  // namespace minidl
 
+#include "minidl/nn/functional/basics.h"
 #include "minidl/nn/functional/generative.h"
 #include "minidl/nn/functional/normalization.h"

@@ -9,6 +9,7 @@
 #include <utility>
 #include <vector>
 
+#include "minidl/ordered_dict.h"
 #include "minidl/tensor.h"
 
 namespace minidl {
@@ -43,11 +44,18 @@ class Module : public std::enable_shared_from_this<Module> {
     return holder;
   }
 
+  /// Replaces the submodule registered as `name` (which must exist) and returns the new one, as LibTorch's.
+  std::shared_ptr<Module> replace_module(const std::string& name, std::shared_ptr<Module> module);
+  /// Removes the submodule `name` (which must exist).
+  void unregister_module(const std::string& name);
+
   std::vector<Tensor> parameters(bool recurse = true) const;
-  std::vector<std::pair<std::string, Tensor>> named_parameters(bool recurse = true) const;
+  /// LibTorch's OrderedDict: items with key() and value() (also .first/.second), keys(), values(), find, [key].
+  OrderedDict<std::string, Tensor> named_parameters(bool recurse = true) const;
   std::vector<Tensor> buffers(bool recurse = true) const;
-  std::vector<std::pair<std::string, Tensor>> named_buffers(bool recurse = true) const;
-  std::vector<std::pair<std::string, std::shared_ptr<Module>>> named_children() const { return children_; }
+  OrderedDict<std::string, Tensor> named_buffers(bool recurse = true) const;
+  OrderedDict<std::string, std::shared_ptr<Module>> named_children() const;
+  std::vector<std::shared_ptr<Module>> children() const;
 
   virtual void train(bool on = true);
   void eval() { train(false); }
@@ -68,8 +76,7 @@ class Module : public std::enable_shared_from_this<Module> {
   void add_child(const std::string& name, std::shared_ptr<Module> module);
 
  private:
-  void collect(const std::string& prefix, bool recurse, bool params,
-               std::vector<std::pair<std::string, Tensor>>& out) const;
+  void collect(const std::string& prefix, bool recurse, bool params, OrderedDict<std::string, Tensor>& out) const;
 
   std::string name_;
   bool training_ = true;
@@ -94,13 +101,27 @@ class ModuleHolder {
                   "MINIDL_MODULE(Name) needs a class NameImpl derived from minidl::nn::Module, defined before it");
   }
   ModuleHolder(std::shared_ptr<Impl> impl) : impl_(std::move(impl)) {}
-  Impl* operator->() const { return impl_.get(); }
-  Impl& operator*() const { return *impl_; }
+  /// An empty holder (`nn::Conv2d conv{nullptr};`), assigned a module later; using it before is a ValueError.
+  ModuleHolder(std::nullptr_t) {}
+  bool is_empty() const noexcept { return impl_ == nullptr; }
+  explicit operator bool() const noexcept { return !is_empty(); }
+  Impl* operator->() const { return get(); }
+  Impl& operator*() const { return *get(); }
+  Impl* get() const {
+    MINIDL_CHECK(impl_ != nullptr, ValueError, "ModuleHolder: accessing an empty holder (constructed from nullptr); "
+                 "assign a module to it first");
+    return impl_.get();
+  }
   const std::shared_ptr<Impl>& ptr() const { return impl_; }
   operator std::shared_ptr<Module>() const { return impl_; }
+  /// Indexes the module (ModuleList, ModuleDict, Sequential), as LibTorch's holder.
+  template <class Arg>
+  decltype(auto) operator[](Arg&& arg) const {
+    return (*get())[std::forward<Arg>(arg)];
+  }
   template <class... Args>
   auto operator()(Args&&... args) const {
-    return impl_->forward(std::forward<Args>(args)...);
+    return get()->forward(std::forward<Args>(args)...);
   }
 
  private:

@@ -201,7 +201,11 @@ class LeakyReLUImpl : public FunctionalImpl {
 MINIDL_MODULE(LeakyReLU);
 class GELUImpl : public FunctionalImpl {
  public:
-  GELUImpl() : FunctionalImpl([](const Tensor& x) { return gelu(x); }, "GELU") {}
+  explicit GELUImpl(const GELUOptions& options_ = {})
+      : FunctionalImpl([options_](const Tensor& x) { return functional::gelu(x, options_); }, "GELU",
+                       options_.approximate() == "none" ? "" : "(approximate=" + options_.approximate() + ")"),
+        options(options_) {}
+  GELUOptions options;
 };
 MINIDL_MODULE(GELU);
 class SigmoidImpl : public FunctionalImpl {
@@ -223,15 +227,20 @@ class FlattenImpl : public FunctionalImpl {
 MINIDL_MODULE(Flatten);
 class SoftmaxImpl : public FunctionalImpl {
  public:
-  explicit SoftmaxImpl(std::int64_t dim)
-      : FunctionalImpl([dim](const Tensor& x) { return softmax(x, dim); }, "Softmax", detail::str("(dim=", dim, ")")) {}
+  explicit SoftmaxImpl(const SoftmaxOptions& options_)
+      : FunctionalImpl([dim = options_.dim()](const Tensor& x) { return softmax(x, dim); }, "Softmax",
+                       detail::str("(dim=", options_.dim(), ")")),
+        options(options_) {}
+  SoftmaxOptions options;
 };
 MINIDL_MODULE(Softmax);
 class LogSoftmaxImpl : public FunctionalImpl {
  public:
-  explicit LogSoftmaxImpl(std::int64_t dim)
-      : FunctionalImpl([dim](const Tensor& x) { return log_softmax(x, dim); }, "LogSoftmax",
-                       detail::str("(dim=", dim, ")")) {}
+  explicit LogSoftmaxImpl(const LogSoftmaxOptions& options_)
+      : FunctionalImpl([dim = options_.dim()](const Tensor& x) { return log_softmax(x, dim); }, "LogSoftmax",
+                       detail::str("(dim=", options_.dim(), ")")),
+        options(options_) {}
+  LogSoftmaxOptions options;
 };
 MINIDL_MODULE(LogSoftmax);
 
@@ -260,6 +269,7 @@ MINIDL_MODULE(Sequential);
 }  // namespace nn
 }  // namespace minidl
 
+#include "minidl/nn/modules/basics.h"
 #include "minidl/nn/modules/rnn.h"
 #include "minidl/nn/modules/generative.h"
 #include "minidl/nn/modules/normalization.h"

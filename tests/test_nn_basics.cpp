@@ -525,7 +525,9 @@ TEST(NnBasicsLosses, CrossEntropyOptionsMatchAnElementLoop) {
                       cross_entropy_ref(logits, tv, wv, ignore, eps, r), 1e-12)
               << what;
           EXPECT_NEAR(F::cross_entropy(logits.to(kFloat32), target,
-                                       auto(o).weight(weighted ? w.to(kFloat32) : Tensor()).reduction(r))
+                                       F::CrossEntropyFuncOptions(o)
+                                           .weight(weighted ? w.to(kFloat32) : Tensor())
+                                           .reduction(r))
                           .item<double>(),
                       cross_entropy_ref(logits, tv, wv, ignore, eps, r), 1e-5)
               << what << " float32";
@@ -579,10 +581,10 @@ TEST(NnBasicsLosses, CrossEntropyProbabilityTargets) {
       for (int k = 0; k < 3; ++k) per[i] -= wv[k] * (qv[i * 3 + k] * (1 - eps) + eps / 3) * lp[i * 3 + k];
     }
     const auto o = F::CrossEntropyFuncOptions().weight(w).label_smoothing(eps);
-    expect_close(F::cross_entropy(logits, q, auto(o).reduction(kNone)), from_vector(per, {4}), 1e-12, 1e-12, "none");
+    const auto with = [&](nn::Reduction r) { return F::CrossEntropyFuncOptions(o).reduction(r); };
+    expect_close(F::cross_entropy(logits, q, with(kNone)), from_vector(per, {4}), 1e-12, 1e-12, "none");
     EXPECT_NEAR(F::cross_entropy(logits, q, o).item<double>(), (per[0] + per[1] + per[2] + per[3]) / 4, 1e-12);
-    EXPECT_NEAR(F::cross_entropy(logits, q, auto(o).reduction(kSum)).item<double>(), per[0] + per[1] + per[2] + per[3],
-                1e-12);
+    EXPECT_NEAR(F::cross_entropy(logits, q, with(kSum)).item<double>(), per[0] + per[1] + per[2] + per[3], 1e-12);
   }
   // One-hot probabilities give the class-index loss.
   const Tensor t = from_vector<std::int64_t>({2, 0, 1, 1}, {4});

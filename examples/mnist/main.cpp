@@ -3,7 +3,6 @@
 // / torchrun as one rank). Exit status: 0 success, 1 runtime error, 2 command-line error,
 // 130 interrupted by Ctrl-C (after the current step; the last checkpoint stays intact).
 #include <CLI/CLI.hpp>
-#include <minidl/diagnose.h>
 #include <minidl/distributed/launcher.h>
 #include <minidl/distributed/process_group.h>
 #include <minidl/io/checkpoint.h>
@@ -14,10 +13,9 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdio>
-#include <cstdlib>
 #include <filesystem>
-#include <optional>
 
+#include "device_choice.h"
 #include "download.h"
 #include "export_logits.h"
 #include "interrupt.h"
@@ -48,31 +46,6 @@ std::string find_data_dir(const std::string& flag) {
       "no dataset found: looked for the four IDX files (train-images-idx3-ubyte[.gz], ...) in data/mnist and "
       "/usr/share/datasets/fashion-mnist. Install Fashion-MNIST with `sudo apt-get install dataset-fashion-mnist`, "
       "put MNIST's files into data/mnist, or pass --data DIR");
-}
-
-/// Why no GPU is usable: the first problem minidl's diagnosis finds (what `minidl info` prints first).
-std::string no_gpu_reason() {
-  const char* cvd = std::getenv("CUDA_VISIBLE_DEVICES");
-  for (const auto& d : minidl::diagnose(minidl::cuda::versions(), minidl::cuda::devices(),
-                                        cvd ? std::optional<std::string>(cvd) : std::nullopt)) {
-    if (d.severity != "ok") return d.problem;
-  }
-  return "no usable GPU";
-}
-
-/// --device auto: the GPU when usable, else the CPU with one line saying why.
-Device pick_device(const std::string& name) {
-  if (name == "cpu") return Device(minidl::kCPU);
-  if (name == "cuda" || name.rfind("cuda:", 0) == 0) {
-    if (!minidl::cuda::is_available()) {
-      throw minidl::ValueError("--device " + name + ": no usable GPU: " + no_gpu_reason() +
-                               " (run `minidl info` for the full diagnosis and the fix)");
-    }
-    return Device(name);
-  }
-  if (minidl::cuda::is_available()) return Device(minidl::kCUDA, 0);
-  spdlog::info("--device auto: training on the CPU ({})", no_gpu_reason());
-  return Device(minidl::kCPU);
 }
 
 /// --normalization: by name, or (auto) from the training images' statistics, logging what was chosen and why.
@@ -135,7 +108,7 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
   c.optimizer = o.optimizer;
   c.seed = o.seed;
   c.progress = !o.no_progress;
-  c.stop_requested = mnist::interrupt_requested;
+  c.stop_requested = examples::interrupt_requested;
   mnist::Trainer trainer(c, train_set, test_set);
   std::int64_t first_epoch = 1;
   if (!o.resume.empty()) {
@@ -238,7 +211,7 @@ int run_program(int argc, char** argv) {
     if (o.threads > 0) minidl::set_num_threads(o.threads);
     minidl::set_deterministic(o.deterministic);
     minidl::autograd::set_detect_anomaly(o.detect_anomaly);
-    mnist::install_interrupt_handler();
+    examples::install_interrupt_handler();
     // One rank of a data-parallel job: GPU LOCAL_RANK; rank 0 alone logs, shows progress and writes files.
     std::shared_ptr<minidl::distributed::ProcessGroup> group;
     if (minidl::distributed::launched_as_rank()) {
@@ -272,14 +245,14 @@ int run_program(int argc, char** argv) {
     std::vector<RunSummary> runs;
     if (o.compare) {
       if (!minidl::cuda::is_available()) {
-        spdlog::warn("--compare: no usable GPU ({}; see `minidl info`); training on the CPU only", no_gpu_reason());
+        spdlog::warn("--compare: no usable GPU ({}; see `minidl info`); training on the CPU only", examples::no_gpu_reason());
       }
       runs.push_back(run(o, Device(minidl::kCPU), train_set, test_set, metrics.get()));
       if (minidl::cuda::is_available()) runs.push_back(run(o, Device(minidl::kCUDA, 0), train_set, test_set, metrics.get()));
     } else if (group) {
       runs.push_back(run(o, group->device(), train_set, test_set, metrics.get(), group));
     } else {
-      runs.push_back(run(o, pick_device(o.device), train_set, test_set, metrics.get()));
+      runs.push_back(run(o, examples::pick_device(o.device), train_set, test_set, metrics.get()));
     }
     if (leader) print_summary(runs);
   } catch (const mnist::Interrupted& e) {

@@ -3,6 +3,7 @@
 #include <filesystem>
 
 #include "http_client.h"
+#include "output_file.h"
 #include "minidl/distributed/process_group.h"
 
 namespace fs = std::filesystem;
@@ -10,19 +11,7 @@ namespace fs = std::filesystem;
 namespace mnist {
 
 namespace {
-
-/// An output file: its directory must exist (so a run does not train for an hour and then fail to save).
-const CLI::Validator kOutputFile(
-    [](std::string& path) -> std::string {
-      const fs::path p(path);
-      const fs::path parent = p.parent_path().empty() ? fs::path(".") : p.parent_path();
-      std::error_code ec;
-      if (!fs::is_directory(parent, ec)) return "directory " + parent.string() + " of " + path + " does not exist";
-      if (fs::is_directory(p, ec)) return path + " is a directory";
-      return "";
-    },
-    "FILE in an existing directory");
-
+const CLI::Validator kOutputFile = examples::output_file();
 }  // namespace
 
 void add_options(CLI::App& app, Options& o) {

@@ -152,7 +152,7 @@ EpochStats Trainer::train_epoch(std::int64_t epoch) {
   epoch_ = epoch;
   steps_ = 0;
   stop_if_requested();
-  Progress progress("epoch " + std::to_string(epoch) + " " + config_.device.str(), train_loader_.num_batches(),
+  examples::Progress progress("epoch " + std::to_string(epoch) + " " + config_.device.str(), train_loader_.num_batches(),
                     config_.batch_size);
   const auto where = [&] { return "epoch " + std::to_string(epoch) + " step " + std::to_string(batches); };
   train_loader_.start_epoch(epoch);

@@ -4,7 +4,7 @@
 
 #include <csignal>
 
-namespace mnist {
+namespace examples {
 
 namespace {
 volatile std::sig_atomic_t g_interrupted = 0;
@@ -24,4 +24,4 @@ void install_interrupt_handler() {
 
 bool interrupt_requested() { return g_interrupted != 0; }
 
-}  // namespace mnist
+}  // namespace examples

@@ -5,7 +5,7 @@
 
 #include <cstdio>
 
-namespace mnist {
+namespace examples {
 
 namespace {
 using Clock = std::chrono::steady_clock;
@@ -17,27 +17,30 @@ std::string clock_str(double s) {
 }
 }  // namespace
 
-Progress::Progress(std::string label, std::int64_t total, std::int64_t batch_size)
-    : label_(std::move(label)), total_(total), batch_size_(batch_size), tty_(isatty(STDOUT_FILENO) != 0),
-      start_(Clock::now()), last_(start_) {}
+Progress::Progress(std::string label, std::int64_t total, std::int64_t items_per_step, std::string item,
+                   std::string step)
+    : label_(std::move(label)), item_(std::move(item)), step_(std::move(step)), total_(total),
+      items_per_step_(items_per_step), tty_(isatty(STDOUT_FILENO) != 0), start_(Clock::now()), last_(start_) {}
 
 bool Progress::due() const { return seconds(Clock::now() - last_) >= (tty_ ? 0.2 : 5.0); }
 
 void Progress::update(std::int64_t done, double loss) {
   last_ = Clock::now();
   const double elapsed = seconds(last_ - start_);
-  const double ips = elapsed > 0 ? static_cast<double>(done * batch_size_) / elapsed : 0.0;
+  const double ips = elapsed > 0 ? static_cast<double>(done * items_per_step_) / elapsed : 0.0;
   const double eta = done > 0 ? elapsed * static_cast<double>(total_ - done) / static_cast<double>(done) : 0.0;
   if (tty_) {
     const int width = 30;
     const int filled = total_ > 0 ? static_cast<int>(width * done / total_) : width;
     std::string bar(static_cast<std::size_t>(filled), '=');
     if (filled < width) bar += '>' + std::string(static_cast<std::size_t>(width - filled - 1), ' ');
-    std::printf("\r%s [%s] %lld/%lld  loss %.4f  %.0f img/s  ETA %s ", label_.c_str(), bar.c_str(),
-                static_cast<long long>(done), static_cast<long long>(total_), loss, ips, clock_str(eta).c_str());
+    std::printf("\r%s [%s] %lld/%lld  loss %.4f  %.0f %s/s  ETA %s ", label_.c_str(), bar.c_str(),
+                static_cast<long long>(done), static_cast<long long>(total_), loss, ips, item_.c_str(),
+                clock_str(eta).c_str());
     std::fflush(stdout);
   } else {
-    spdlog::info("{} {}/{} batches, loss {:.4f}, {:.0f} img/s, ETA {}", label_, done, total_, loss, ips, clock_str(eta));
+    spdlog::info("{} {}/{} {}, loss {:.4f}, {:.0f} {}/s, ETA {}", label_, done, total_, step_, loss, ips, item_,
+                 clock_str(eta));
   }
 }
 
@@ -48,4 +51,4 @@ void Progress::finish() {
   }
 }
 
-}  // namespace mnist
+}  // namespace examples

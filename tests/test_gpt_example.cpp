@@ -94,9 +94,9 @@ std::vector<std::pair<std::string, minidl::Shape>> nanogpt_parameters(const gpt:
   for (std::int64_t i = 0; i < c.n_layer; ++i) {
     const std::string b = "transformer.h." + std::to_string(i);
     norm(b + ".ln_1");
-    norm(b + ".ln_2");
     linear(b + ".attn.c_attn", C, 3 * C);
     linear(b + ".attn.c_proj", C, C);
+    norm(b + ".ln_2");
     linear(b + ".mlp.c_fc", C, 4 * C);
     linear(b + ".mlp.c_proj", 4 * C, C);
   }

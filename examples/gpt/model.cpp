@@ -116,10 +116,10 @@ MLPImpl::MLPImpl(const GPTConfig& c) {
 Tensor MLPImpl::forward(const Tensor& x) { return dropout(c_proj(F::gelu(c_fc(x)))); }
 
 BlockImpl::BlockImpl(const GPTConfig& c) {
-  // nanoGPT's registration order (ln_1, ln_2, attn, mlp) is its parameters' order.
+  // nanoGPT's registration order (ln_1, attn, ln_2, mlp) is its parameters' order.
   ln_1 = register_module("ln_1", layer_norm(c));
-  ln_2 = register_module("ln_2", layer_norm(c));
   attn = register_module("attn", CausalSelfAttention(c));
+  ln_2 = register_module("ln_2", layer_norm(c));
   mlp = register_module("mlp", MLP(c));
 }
 

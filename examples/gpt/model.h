@@ -56,8 +56,9 @@ class BlockImpl : public minidl::nn::Module {
   explicit BlockImpl(const GPTConfig& c);
   minidl::Tensor forward(const minidl::Tensor& x) override;
 
-  minidl::nn::LayerNorm ln_1{nullptr}, ln_2{nullptr};
+  minidl::nn::LayerNorm ln_1{nullptr};
   CausalSelfAttention attn{nullptr};
+  minidl::nn::LayerNorm ln_2{nullptr};
   MLP mlp{nullptr};
 };
 MINIDL_MODULE(Block);

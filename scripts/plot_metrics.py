@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
-"""Plots the CSV that `mnist_train --metrics FILE` writes.
+"""Plots the CSV that `mnist_train --metrics FILE` or `gpt_train --metrics FILE` writes.
 
 Usage: plot_metrics.py METRICS_CSV [-o OUT_PNG] [--title TEXT]
+
+gpt_train's CSV has the header iter,split,loss,ms_per_iter,tokens_per_s,elapsed_s (train rows per evaluation
+interval with its speed, val rows with the evaluation loss); its PNG shows both losses against the iteration and
+against the training time, and the training speed per interval.
 
 The CSV has the header epoch,device,split,loss,accuracy,seconds,images_per_s and one row per epoch, device and
 split (train/test). The PNG (default: the CSV's name with .png) shows loss and accuracy per epoch, one curve per
@@ -16,6 +20,7 @@ import os
 import sys
 
 HEADER = ["epoch", "device", "split", "loss", "accuracy", "seconds", "images_per_s"]
+GPT_HEADER = ["iter", "split", "loss", "ms_per_iter", "tokens_per_s", "elapsed_s"]
 
 
 def fail(message):
@@ -30,8 +35,11 @@ def read_metrics(path):
             rows = list(csv.reader(f))
     except OSError as e:
         fail(f"cannot read {path}: {e.strerror}")
+    if rows and rows[0] == GPT_HEADER:
+        return read_gpt_metrics(path, rows)
     if not rows or rows[0] != HEADER:
-        fail(f"{path}: expected the header {','.join(HEADER)}, found {','.join(rows[0]) if rows else 'an empty file'}")
+        found = ",".join(rows[0]) if rows else "an empty file"
+        fail(f"{path}: expected the header {','.join(HEADER)} or {','.join(GPT_HEADER)}, found {found}")
     series = {}
     for line, row in enumerate(rows[1:], start=2):
         if not row:
@@ -50,6 +58,67 @@ def read_metrics(path):
     if not series:
         fail(f"{path}: no data rows")
     return series
+
+
+def read_gpt_metrics(path, rows):
+    """{split: {iter: row}} of gpt_train's CSV (a resumed run's later row for an iteration replaces the earlier)."""
+    series = {"train": {}, "val": {}}
+    for line, row in enumerate(rows[1:], start=2):
+        if not row:
+            continue
+        if len(row) != len(GPT_HEADER) or row[1] not in series:
+            fail(f"{path}:{line}: expected iter,train|val,loss,ms_per_iter,tokens_per_s,elapsed_s, "
+                 f"found {','.join(row)}")
+        try:
+            values = {"loss": float(row[2]), "elapsed_s": float(row[5])}
+            if row[1] == "train":
+                values.update(ms_per_iter=float(row[3]), tokens_per_s=float(row[4]))
+            series[row[1]][int(row[0])] = values
+        except ValueError:
+            fail(f"{path}:{line}: expected numbers, found {','.join(row)}")
+    if not series["val"] and not series["train"]:
+        fail(f"{path}: no data rows")
+    return series
+
+
+def plot_gpt(series, out_path, title):
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        fail(f"matplotlib is not installed for {sys.executable} (Debian: sudo apt-get install python3-matplotlib, "
+             "then run this script with /usr/bin/python3)")
+    fig, (ax_iter, ax_time, ax_speed) = plt.subplots(1, 3, figsize=(15, 4.5))
+    for split, style in (("train", "--"), ("val", "-")):
+        points = series[split]
+        iters = sorted(points)
+        ax_iter.plot(iters, [points[i]["loss"] for i in iters], linestyle=style, marker="o", label=split)
+        ax_time.plot([points[i]["elapsed_s"] for i in iters], [points[i]["loss"] for i in iters], linestyle=style,
+                     marker="o", label=split)
+    for ax, xlabel in ((ax_iter, "iteration"), (ax_time, "training seconds (evaluation excluded)")):
+        ax.set_xlabel(xlabel)
+        ax.set_ylabel("loss")
+        ax.grid(True, alpha=0.3)
+        ax.legend()
+    ax_iter.set_title("loss per iteration (train: interval mean)")
+    ax_time.set_title("loss against training time")
+    train = series["train"]
+    iters = sorted(train)
+    ax_speed.plot(iters, [train[i]["tokens_per_s"] for i in iters], marker="o")
+    ax_speed.set_xlabel("iteration")
+    ax_speed.set_ylabel("tokens/s")
+    ax_speed.set_title("training speed per interval")
+    ax_speed.set_ylim(bottom=0)
+    ax_speed.grid(True, alpha=0.3)
+    if title:
+        fig.suptitle(title)
+    fig.tight_layout()
+    try:
+        fig.savefig(out_path, dpi=100)
+    except OSError as e:
+        fail(f"cannot write {out_path}: {e.strerror}")
+    plt.close(fig)
 
 
 def device_order(devices):
@@ -118,12 +187,16 @@ def plot(series, out_path, title):
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    parser.add_argument("csv", help="the file written by mnist_train --metrics")
+    parser.add_argument("csv", help="the file written by mnist_train --metrics or gpt_train --metrics")
     parser.add_argument("-o", "--output", help="PNG to write (default: CSV path with .png)")
     parser.add_argument("--title", default="", help="figure title")
     args = parser.parse_args()
     out = args.output or os.path.splitext(args.csv)[0] + ".png"
     series = read_metrics(args.csv)
+    if "val" in series:  # gpt_train's
+        plot_gpt(series, out, args.title)
+        print(f"wrote {out}")
+        return
     for (device, split), points in series.items():
         for epoch, row in points.items():
             if not all(math.isfinite(v) for v in row.values()):

@@ -307,6 +307,8 @@ TEST(GptExample, TinyConfigBeatsTheBigramEntropyOnTheCpu) {
   EXPECT_NEAR(before, std::log(static_cast<double>(V)), 0.1) << "the initial loss is that of uniform guessing";
   trainer.train(h.iters);
   const double after = trainer.evaluate(gpt::Split::Val);
+  std::printf("validation loss %.4f after %lld iterations; bigram entropy of the training split %.4f\n", after,
+              static_cast<long long>(h.iters), bigram);
   EXPECT_LT(after, bigram) << "validation loss " << after << " after " << h.iters
                            << " iterations, bigram entropy of the training split " << bigram;
 }

@@ -144,6 +144,10 @@ void check_options(const Options& o) {
     throw CLI::ValidationError("--data", "not given, and the project's copy " + default_data_file() +
                                              " is missing: pass --data FILE or --synthetic-vocab N");
   }
+  if (o.sample > 0 && h.synthetic_vocab > 0) {
+    throw CLI::ValidationError("--sample", "needs text to sample from (--data, or --config char's default text), "
+                                           "not random tokens");
+  }
   if (h.min_lr > h.lr) {
     throw CLI::ValidationError("--min-lr", std::to_string(h.min_lr) + " is above --lr " + std::to_string(h.lr));
   }

@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "data.h"
-#include "minidl/io/safetensors.h"
 #include "metrics.h"
+#include "minidl/io/safetensors.h"
 #include "model.h"
 #include "options.h"
 #include "sampling.h"
@@ -183,7 +183,8 @@ TEST(GptExample, ForwardGivesLogitsOfEveryPositionAndChecksItsInput) {
 }
 
 TEST(GptExample, TextSplitsVocabularyAndBatches) {
-  const std::string text = "h\xC3\xA9llo w\xC3\xB6rld, hello again \xE2\x82\xAC!";  // two-byte and three-byte characters
+  const std::string text =
+      "h\xC3\xA9llo w\xC3\xB6rld, hello again \xE2\x82\xAC!";  // two-byte and three-byte characters
   const gpt::TokenData d = gpt::TokenData::from_text(text, "t", 2);
   const std::vector<char32_t> chars = gpt::decode_utf8(text, "t");
   EXPECT_EQ(d.tokens(gpt::Split::Train).size(), chars.size() * 9 / 10);
@@ -211,7 +212,8 @@ TEST(GptExample, TextSplitsVocabularyAndBatches) {
   for (std::size_t r = 0; r < 8; ++r) {
     bool found = false;
     for (std::size_t s = 0; s + 32 < val.size() && !found; ++s) {
-      found = std::equal(x.begin() + r * 32, x.begin() + (r + 1) * 32, val.begin() + s) && y[r * 32 + 31] == val[s + 32];
+      found =
+          std::equal(x.begin() + r * 32, x.begin() + (r + 1) * 32, val.begin() + s) && y[r * 32 + 31] == val[s + 32];
     }
     EXPECT_TRUE(found) << "row " << r << " is not a window of the validation tokens";
   }

@@ -112,8 +112,8 @@ TokenData TokenData::from_text(const std::string& text, const std::string& name,
   if (d.train_.size() < need || d.val_.size() < need) {
     throw minidl::ValueError(name + ": " + std::to_string(chars.size()) + " characters give " +
                              std::to_string(d.train_.size()) + " training and " + std::to_string(d.val_.size()) +
-                             " validation tokens; each split needs at least block_size + 1 = " +
-                             std::to_string(need) + " (use a longer text or a smaller --block-size)");
+                             " validation tokens; each split needs at least block_size + 1 = " + std::to_string(need) +
+                             " (use a longer text or a smaller --block-size)");
   }
   return d;
 }
@@ -138,8 +138,8 @@ std::vector<std::int64_t> TokenData::encode(const std::string& text) const {
   std::vector<std::int64_t> out;
   for (const char32_t c : decode_utf8(text, "the prompt")) {
     const auto it = std::lower_bound(chars_.begin(), chars_.end(), c);
-    MINIDL_CHECK(it != chars_.end() && *it == c, minidl::ValueError, "the prompt has the character ",
-                 code_point_str(c), ", which the training text does not have");
+    MINIDL_CHECK(it != chars_.end() && *it == c, minidl::ValueError, "the prompt has the character ", code_point_str(c),
+                 ", which the training text does not have");
     out.push_back(static_cast<std::int64_t>(it - chars_.begin()));
   }
   return out;
@@ -162,8 +162,8 @@ TokenBatch TokenData::batch(Split split, std::int64_t iter, std::int64_t k, std:
   MINIDL_CHECK(windows >= 1, minidl::ValueError, "batch: ", src.size(), " tokens are too few for block_size ",
                block_size);
   std::uint64_t key = splitmix64(seed);
-  for (const std::uint64_t part : {static_cast<std::uint64_t>(split), static_cast<std::uint64_t>(iter),
-                                   static_cast<std::uint64_t>(k)}) {
+  for (const std::uint64_t part :
+       {static_cast<std::uint64_t>(split), static_cast<std::uint64_t>(iter), static_cast<std::uint64_t>(k)}) {
     key = splitmix64(key ^ part);
   }
   std::mt19937_64 g(key);

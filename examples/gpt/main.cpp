@@ -2,11 +2,11 @@
 // the CPU or a GPU, or on both (--compare) to measure the speedup; evaluates, writes metrics and checkpoints,
 // and samples text. Exit status: 0 success, 1 runtime error, 2 command-line error, 130 interrupted by Ctrl-C
 // (after the current step; the last checkpoint stays intact).
-#include <CLI/CLI.hpp>
 #include <minidl/minidl.h>
 #include <minidl/run_main.h>
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
+#include <CLI/CLI.hpp>
 
 #include <algorithm>
 #include <cstdio>
@@ -43,8 +43,8 @@ constexpr std::int64_t kSyntheticTokens = std::int64_t{1} << 22;
 
 std::shared_ptr<const gpt::TokenData> load_data(const Options& o, const gpt::Hyper& h) {
   if (h.synthetic_vocab > 0) {
-    auto d = std::make_shared<gpt::TokenData>(gpt::TokenData::synthetic(
-        h.synthetic_vocab, std::max(kSyntheticTokens, 16 * (h.block_size + 1)), o.seed));
+    auto d = std::make_shared<gpt::TokenData>(
+        gpt::TokenData::synthetic(h.synthetic_vocab, std::max(kSyntheticTokens, 16 * (h.block_size + 1)), o.seed));
     spdlog::info("data: random tokens of a vocabulary of {}", d->vocab_size());
     return d;
   }
@@ -64,8 +64,8 @@ std::string metrics_path(const Options& o, const Device& device) {
   return p.string() + "." + (device.is_cuda() ? "cuda" : "cpu") + ext;
 }
 
-RunSummary run(const Options& o, const gpt::Hyper& h, Device device,
-               const std::shared_ptr<const gpt::TokenData>& data, bool sample) {
+RunSummary run(const Options& o, const gpt::Hyper& h, Device device, const std::shared_ptr<const gpt::TokenData>& data,
+               bool sample) {
   gpt::TrainConfig c;
   c.device = device;
   c.hyper = h;
@@ -108,8 +108,7 @@ RunSummary run(const Options& o, const gpt::Hyper& h, Device device,
                                                            s.timing.one_time_seconds, s.timing.one_time_steps)
                                              : std::string());
     if (metrics) {
-      metrics->train(next, s.loss, 1e3 * s.seconds / static_cast<double>(s.iters), tokens / s.seconds,
-                     train_seconds);
+      metrics->train(next, s.loss, 1e3 * s.seconds / static_cast<double>(s.iters), tokens / s.seconds, train_seconds);
     }
     summary.iters += s.iters;
     summary.steady_seconds += s.timing.steady_seconds;
@@ -168,7 +167,8 @@ int run_program(int argc, char** argv) {
     spdlog::set_level(spdlog::level::from_str(o.log_level));
     if (o.threads > 0) minidl::set_num_threads(o.threads);
     if (o.amp != "off") {
-      throw minidl::ValueError("--amp " + o.amp + ": mixed-precision training is not yet in minidl (autocast comes "
+      throw minidl::ValueError("--amp " + o.amp +
+                               ": mixed-precision training is not yet in minidl (autocast comes "
                                "with issue 25); train in float32 with --amp off");
     }
     examples::install_interrupt_handler();

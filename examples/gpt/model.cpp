@@ -35,8 +35,12 @@ std::map<std::string, std::string> GPTConfig::to_metadata() const {
     o << v;
     return o.str();
   };
-  return {{"gpt.vocab_size", s(vocab_size)}, {"gpt.block_size", s(block_size)}, {"gpt.n_layer", s(n_layer)},
-          {"gpt.n_head", s(n_head)},         {"gpt.n_embd", s(n_embd)},         {"gpt.dropout", s(dropout)},
+  return {{"gpt.vocab_size", s(vocab_size)},
+          {"gpt.block_size", s(block_size)},
+          {"gpt.n_layer", s(n_layer)},
+          {"gpt.n_head", s(n_head)},
+          {"gpt.n_embd", s(n_embd)},
+          {"gpt.dropout", s(dropout)},
           {"gpt.bias", bias ? "true" : "false"}};
 }
 

@@ -68,8 +68,8 @@ void add_options(CLI::App& app, Options& o) {
       ->check(CLI::Range(0.0, 1e9));
   app.add_option("--seed", o.seed, "random seed (weights, batches, dropout, sampling)")->capture_default_str();
   app.add_option("--device", o.device, "cpu, cuda[:N] or auto (the GPU if usable)")
-      ->check(CLI::IsMember({"auto", "cpu", "cuda", "cuda:0", "cuda:1", "cuda:2", "cuda:3", "cuda:4", "cuda:5",
-                             "cuda:6", "cuda:7"}))
+      ->check(CLI::IsMember(
+          {"auto", "cpu", "cuda", "cuda:0", "cuda:1", "cuda:2", "cuda:3", "cuda:4", "cuda:5", "cuda:6", "cuda:7"}))
       ->capture_default_str();
   app.add_option("--threads", o.threads, "CPU threads (default: all hardware threads)")->check(CLI::Range(1, 4096));
   app.add_option("--amp", o.amp, "mixed precision: bf16, fp16 or off")
@@ -85,8 +85,9 @@ void add_options(CLI::App& app, Options& o) {
                  "write CSV (iter,split,loss,ms_per_iter,tokens_per_s,elapsed_s) at every evaluation; with "
                  "--compare, one file per device (FILE with .cpu / .cuda before its extension)")
       ->check(out_file);
-  app.add_option("--save", o.save, "write a checkpoint (safetensors, nanoGPT's names) at every evaluation, and "
-                                   "FILE.state with the optimizer, iteration and RNG state")
+  app.add_option("--save", o.save,
+                 "write a checkpoint (safetensors, nanoGPT's names) at every evaluation, and "
+                 "FILE.state with the optimizer, iteration and RNG state")
       ->check(out_file);
   app.add_option("--resume", o.resume, "continue from a checkpoint written by --save (same model flags)")
       ->check(CLI::ExistingFile);
@@ -134,8 +135,8 @@ Hyper resolve(const Options& o) {
 void check_options(const Options& o) {
   const Hyper h = resolve(o);
   if (h.n_embd % h.n_head != 0) {
-    throw CLI::ValidationError("--n-head", std::to_string(h.n_head) + " heads do not divide the width --n-embd " +
-                                               std::to_string(h.n_embd));
+    throw CLI::ValidationError(
+        "--n-head", std::to_string(h.n_head) + " heads do not divide the width --n-embd " + std::to_string(h.n_embd));
   }
   if (!o.data.empty() && o.synthetic_vocab) {
     throw CLI::ValidationError("--synthetic-vocab", "cannot be combined with --data");
@@ -145,8 +146,9 @@ void check_options(const Options& o) {
                                              " is missing: pass --data FILE or --synthetic-vocab N");
   }
   if (o.sample > 0 && h.synthetic_vocab > 0) {
-    throw CLI::ValidationError("--sample", "needs text to sample from (--data, or --config char's default text), "
-                                           "not random tokens");
+    throw CLI::ValidationError("--sample",
+                               "needs text to sample from (--data, or --config char's default text), "
+                               "not random tokens");
   }
   if (h.min_lr > h.lr) {
     throw CLI::ValidationError("--min-lr", std::to_string(h.min_lr) + " is above --lr " + std::to_string(h.lr));

@@ -26,8 +26,8 @@ struct Hyper {
 Hyper preset(const std::string& name);
 
 struct Options {
-  std::string config = "char", data, device = "auto", amp = "off", save, resume, metrics, dump_reference,
-              prompt = "\n", log_level = "info";
+  std::string config = "char", data, device = "auto", amp = "off", save, resume, metrics, dump_reference, prompt = "\n",
+              log_level = "info";
   std::optional<std::int64_t> n_layer, n_head, n_embd, block_size, batch_size, iters, warmup, eval_every, eval_iters,
       synthetic_vocab;
   std::optional<double> dropout, lr, min_lr, weight_decay, grad_clip;

@@ -18,8 +18,8 @@ std::vector<std::int64_t> generate(GPT& model, const std::vector<std::int64_t>& 
   minidl::NoGradGuard no_grad;
   std::vector<std::int64_t> tokens = prompt;
   for (std::int64_t n = 0; n < o.max_new_tokens; ++n) {
-    const auto start = tokens.size() > static_cast<std::size_t>(c.block_size) ? tokens.end() - c.block_size
-                                                                              : tokens.begin();
+    const auto start =
+        tokens.size() > static_cast<std::size_t>(c.block_size) ? tokens.end() - c.block_size : tokens.begin();
     const std::vector<std::int64_t> context(start, tokens.end());
     const Tensor idx = minidl::from_vector(context, {1, static_cast<std::int64_t>(context.size())}).to(device);
     Tensor logits = model(idx).select(1, -1).div(o.temperature);  // (1, V)

@@ -26,7 +26,10 @@ double elapsed_since(std::chrono::steady_clock::time_point t0) {
 
 void check_finite(double loss, const std::string& what) {
   if (std::isfinite(loss)) return;
-  throw NonFiniteLoss(what + " is " + (std::isnan(loss) ? "NaN" : loss > 0 ? "+Inf" : "-Inf") +
+  throw NonFiniteLoss(what + " is " +
+                      (std::isnan(loss) ? "NaN"
+                       : loss > 0       ? "+Inf"
+                                        : "-Inf") +
                       ": training stopped without saving these weights (the last checkpoint, if any, is unchanged). "
                       "Try a lower --lr or a --grad-clip");
 }
@@ -73,14 +76,12 @@ double learning_rate(const Hyper& h, std::int64_t it) {
   return h.min_lr + coeff * (h.lr - h.min_lr);
 }
 
-Interrupted::Interrupted(std::int64_t iter) : std::runtime_error("interrupted after iteration " + std::to_string(iter)) {}
+Interrupted::Interrupted(std::int64_t iter)
+    : std::runtime_error("interrupted after iteration " + std::to_string(iter)) {}
 
 Trainer::Trainer(TrainConfig config, std::shared_ptr<const TokenData> data)
-    : config_(std::move(config)),
-      data_(std::move(data)),
-      model_(build_model(config_, data_->vocab_size())),
-      params_(model_->parameters()),
-      optimizer_(make_optimizer(config_.hyper, params_)),
+    : config_(std::move(config)), data_(std::move(data)), model_(build_model(config_, data_->vocab_size())),
+      params_(model_->parameters()), optimizer_(make_optimizer(config_.hyper, params_)),
       clock_([device = config_.device] {
         if (device.is_cuda()) minidl::cuda::synchronize(device.index());
       }) {

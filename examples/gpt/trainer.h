@@ -102,8 +102,8 @@ class Trainer {
   GPT model_;
   std::vector<minidl::Tensor> params_;
   std::unique_ptr<minidl::optim::AdamW> optimizer_;
-  minidl::Tensor loss_sum_;  // device sum of the current interval's step losses
-  minidl::Tensor last_loss_;  // the loss of the last eager step
+  minidl::Tensor loss_sum_;   // device sum of the current interval's step losses
+  minidl::Tensor last_loss_;  // the last step's loss (read back only with step_losses, which runs eagerly)
   minidl::cuda::CUDAGraph graph_;
   minidl::Tensor static_x_, static_y_;  // the captured step reads its batch from here
   std::int64_t eager_steps_ = 0, iter_ = 0;

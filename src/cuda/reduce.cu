@@ -261,9 +261,12 @@ void launch_reduce(const R& r, const In* x, i64 outer, i64 n, i64 inner, Out* ou
   const bool rows = inner == 1;
   const i64 chunk = rows ? kRowChunk : kColumnChunk, min_seg = rows ? kMinRowSegment : kMinColumnSegment;
   const i64 target = rows ? kTargetBlocks : kTargetColumnBlocks;
-  // Packs of columns move as 16-byte accesses when every row of the slices starts on a 16-byte boundary.
+  // Packs of columns move as 16-byte accesses when every row of the slices starts on a 16-byte boundary, a warp
+  // of packs fills a row of threads and a slice is long enough for bandwidth to matter. Below that, packs only
+  // leave fewer blocks and lengthen each block's final combination (a layer's bias gradient at a small batch).
   constexpr int kV = Pack<In>::size;
-  const bool packed = !rows && inner % kV == 0 && is_aligned(x, 16);
+  const bool packed = !rows && inner % kV == 0 && inner / kV >= kWarp && is_aligned(x, 16) &&
+                      n * inner * static_cast<i64>(sizeof(In)) > kMinSplitColumnBytes;
   const i64 packs = packed ? inner / kV : inner;
   const i64 tiles = rows ? 1 : (packs >= kWarp ? ceil_div(packs, kWarp) : 1);
   i64 segs = n > chunk ? ceil_div(n, chunk) : 1;

@@ -104,6 +104,13 @@ std::vector<std::pair<std::string, minidl::Shape>> nanogpt_parameters(const gpt:
   return p;
 }
 
+/// TF32 off for the scope (float32 comparisons), the previous settings restored after.
+struct NoTf32 {
+  bool conv = minidl::cuda::allow_tf32_conv(), matmul = minidl::cuda::allow_tf32_matmul();
+  NoTf32() { minidl::cuda::set_allow_tf32(false, false); }
+  ~NoTf32() { minidl::cuda::set_allow_tf32(conv, matmul); }
+};
+
 double std_of(const Tensor& t) { return t.to(minidl::kFloat64).std().item<double>(); }
 
 }  // namespace
@@ -447,7 +454,7 @@ TEST(GptExample, CommandLineErrorsAndMetrics) {
 // CPU vs GPU: the same 20 steps in float32 (TF32 off) agree within 1e-4 on the loss.
 TEST(GptExample, GpuTrainsAsTheCpu) {
   MINIDL_REQUIRE_GPU();
-  minidl::cuda::set_allow_tf32(false, false);
+  const NoTf32 no_tf32;
   gpt::Hyper h = tiny_hyper();
   h.dropout = 0.0;
   h.n_embd = 64;
@@ -469,7 +476,7 @@ TEST(GptExample, GpuTrainsAsTheCpu) {
 // steps, the capture, nine replays), within float32 reordering.
 TEST(GptExample, GpuCapturedStepMatchesEagerSteps) {
   MINIDL_REQUIRE_GPU();
-  minidl::cuda::set_allow_tf32(false, false);
+  const NoTf32 no_tf32;
   gpt::Hyper h = tiny_hyper();
   h.dropout = 0.0;
   const auto data = shakespeare(h.block_size);

@@ -4,23 +4,22 @@
 // evaluation's validation loss (its speed fields empty). elapsed_s is the training time so far, evaluation
 // excluded. Each row is flushed as it is written, so a crashed run keeps every finished interval.
 #include <cstdint>
-#include <fstream>
 #include <string>
+
+#include "csv_file.h"
 
 namespace gpt {
 
 class MetricsWriter {
  public:
   /// Opens (truncates, or appends when `append` and the file exists) and writes the header if new.
-  MetricsWriter(const std::string& path, bool append);
+  MetricsWriter(const std::string& path, bool append) : file_(path, header(), append) {}
   void train(std::int64_t iter, double loss, double ms_per_iter, double tokens_per_s, double elapsed_s);
   void val(std::int64_t iter, double loss, double elapsed_s);
   static const char* header() { return "iter,split,loss,ms_per_iter,tokens_per_s,elapsed_s"; }
 
  private:
-  void finish_row();
-  std::string path_;
-  std::ofstream out_;
+  examples::CsvFile file_;
 };
 
 }  // namespace gpt

@@ -2,9 +2,9 @@
 // The --metrics CSV: epoch,device,split,loss,accuracy,seconds,images_per_s — one row per epoch and split,
 // flushed as it is written so a crashed run keeps every finished epoch.
 #include <cstdint>
-#include <fstream>
 #include <string>
 
+#include "csv_file.h"
 #include "epoch_clock.h"
 
 namespace mnist {
@@ -18,13 +18,12 @@ struct EpochStats {
 class MetricsWriter {
  public:
   /// Opens (truncates, or appends when `append` and the file exists) and writes the header if new.
-  MetricsWriter(const std::string& path, bool append);
+  MetricsWriter(const std::string& path, bool append) : file_(path, header(), append) {}
   void write(std::int64_t epoch, const std::string& device, const std::string& split, const EpochStats& s);
   static const char* header() { return "epoch,device,split,loss,accuracy,seconds,images_per_s"; }
 
  private:
-  std::string path_;
-  std::ofstream out_;
+  examples::CsvFile file_;
 };
 
 }  // namespace mnist

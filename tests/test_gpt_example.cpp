@@ -473,7 +473,7 @@ TEST(GptExample, GpuTrainsAsTheCpu) {
 }
 
 // The captured step does what the eager one does: the same weights after 12 iterations (two eager warm-up
-// steps, the capture, nine replays), within float32 reordering.
+// steps, the capture, nine replays, the learning rate changing at every one), within float32 rounding.
 TEST(GptExample, GpuCapturedStepMatchesEagerSteps) {
   MINIDL_REQUIRE_GPU();
   const NoTf32 no_tf32;
@@ -489,9 +489,11 @@ TEST(GptExample, GpuCapturedStepMatchesEagerSteps) {
   gpt::Trainer eager(gc, data);
   const gpt::IntervalStats e = eager.train(12);
   EXPECT_EQ(eager.graph_nodes(), 0u);
-  EXPECT_NEAR(s.loss, e.loss, 1e-5);
+  EXPECT_NEAR(s.loss, e.loss, 1e-4);
   const auto a = graphed.model()->named_parameters(), b = eager.model()->named_parameters();
   for (const auto& item : a) {
-    minidl::testing::expect_close(item.value().cpu(), b[item.key()].cpu(), 1e-4, 1e-5, item.key());
+    // The capture takes the matmul algorithms untimed, so the two runs may round differently; a learning rate that
+    // did not reach the captured update, or a stale batch, would move the weights by about lr = 1e-3.
+    minidl::testing::expect_close(item.value().cpu(), b[item.key()].cpu(), 1e-3, 1e-4, item.key());
   }
 }

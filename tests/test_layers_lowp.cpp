@@ -9,10 +9,12 @@
 // embedding's weight gradient, which adds the rows of repeated indices in the weight's dtype)
 // the atol is rtol times the largest reference magnitude, the per-op widening PyTorch's OpInfo tests make
 // for these ops in 16-bit.
+#include <algorithm>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "golden_file.h"
 #include "test_util.h"
 
 namespace minidl {
@@ -28,11 +30,15 @@ double rtol_of(DType d) { return d == kBFloat16 ? 1.6e-2 : 1e-3; }
 struct Case {
   std::string name;
   std::vector<Shape> shapes;
-  std::function<Tensor(const std::vector<Tensor>&)> op;
+  /// The op on the inputs and `index` (the int64 targets or indices of the ops that take some, on their device).
+  std::function<Tensor(const std::vector<Tensor>&, const Tensor&)> op;
   std::vector<bool> float32_params = {};  // per input: true keeps it float32 beside 16-bit activations
   bool sums = false;                      // atol scaled by the reference's magnitude (see the file comment)
   bool empty_batch = true;                // whether the op takes a batch of 0 (conv2d and pooling refuse one)
+  Tensor index = {};                      // int64 on the CPU, or undefined
 };
+
+Tensor index_on(const Case& c, Device device) { return c.index.defined() ? c.index.to(device) : Tensor(); }
 
 bool keeps_float32(const Case& c, std::size_t i) { return i < c.float32_params.size() && c.float32_params[i]; }
 
@@ -62,7 +68,7 @@ void check_case(const Case& c, DType dtype, Device device, bool strided = false)
     low.push_back(x);
     ref.push_back(x.detach().cpu().to(kFloat64).requires_grad_(true));
   }
-  const Tensor y = c.op(low), y_ref = c.op(ref);
+  const Tensor y = c.op(low, index_on(c, device)), y_ref = c.op(ref, c.index);
   EXPECT_EQ(y.dtype(), dtype);
   EXPECT_EQ(y.device(), device);
   const double rtol = rtol_of(dtype);
@@ -82,32 +88,32 @@ void check_case(const Case& c, DType dtype, Device device, bool strided = false)
 std::vector<Case> cases(std::int64_t n) {
   std::vector<Case> v;
   v.push_back({"conv2d", {{n, 3, 7, 6}, {4, 3, 3, 3}, {4}},
-               [](const std::vector<Tensor>& t) { return F::conv2d(t[0], t[1], t[2], 1, 1); }, {}, true, false});
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::conv2d(t[0], t[1], t[2], 1, 1); }, {}, true, false});
   v.push_back({"conv2d_relu (stride 2)", {{n, 4, 8, 8}, {5, 4, 3, 3}, {5}},
-               [](const std::vector<Tensor>& t) { return F::conv2d_relu(t[0], t[1], t[2], 2, 1); }, {}, true, false});
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::conv2d_relu(t[0], t[1], t[2], 2, 1); }, {}, true, false});
   v.push_back({"conv_transpose2d", {{n, 4, 5, 5}, {4, 3, 3, 3}, {3}},
-               [](const std::vector<Tensor>& t) { return F::conv_transpose2d(t[0], t[1], t[2], 2, 1); }, {}, true});
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::conv_transpose2d(t[0], t[1], t[2], 2, 1); }, {}, true});
   v.push_back({"conv1d", {{n, 3, 9}, {4, 3, 3}, {4}},
-               [](const std::vector<Tensor>& t) { return F::conv1d(t[0], t[1], t[2], 1, 1); }, {}, true, false});
-  v.push_back({"max_pool2d", {{n, 3, 8, 6}}, [](const std::vector<Tensor>& t) { return F::max_pool2d(t[0], 2); },
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::conv1d(t[0], t[1], t[2], 1, 1); }, {}, true, false});
+  v.push_back({"max_pool2d", {{n, 3, 8, 6}}, [](const std::vector<Tensor>& t, const Tensor&) { return F::max_pool2d(t[0], 2); },
                {}, false, false});
   v.push_back({"max_pool2d (overlapping, padded)", {{n, 2, 7, 7}},
-               [](const std::vector<Tensor>& t) { return F::max_pool2d(t[0], 3, 2, 1); }, {}, false, false});
-  v.push_back({"avg_pool2d", {{n, 3, 6, 6}}, [](const std::vector<Tensor>& t) { return F::avg_pool2d(t[0], 3, 2, 1); },
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::max_pool2d(t[0], 3, 2, 1); }, {}, false, false});
+  v.push_back({"avg_pool2d", {{n, 3, 6, 6}}, [](const std::vector<Tensor>& t, const Tensor&) { return F::avg_pool2d(t[0], 3, 2, 1); },
                {}, false, false});
   v.push_back({"adaptive_avg_pool2d (global)", {{n, 4, 5, 5}},
-               [](const std::vector<Tensor>& t) { return F::adaptive_avg_pool2d(t[0], 1); }});
-  v.push_back({"softmax", {{n, 7}}, [](const std::vector<Tensor>& t) { return F::softmax(t[0], 1); }, {}, true});
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::adaptive_avg_pool2d(t[0], 1); }});
+  v.push_back({"softmax", {{n, 7}}, [](const std::vector<Tensor>& t, const Tensor&) { return F::softmax(t[0], 1); }, {}, true});
   v.push_back({"log_softmax (strided dim)", {{4, n, 5}},
-               [](const std::vector<Tensor>& t) { return F::log_softmax(t[0], 0); }, {}, true});
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::log_softmax(t[0], 0); }, {}, true});
   v.push_back({"layer_norm (float32 weight, bias)", {{n, 3, 16}, {16}, {16}},
-               [](const std::vector<Tensor>& t) { return F::layer_norm(t[0], {16}, t[1], t[2]); }, {false, true, true}});
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::layer_norm(t[0], {16}, t[1], t[2]); }, {false, true, true}});
   v.push_back({"layer_norm (16-bit weight, bias)", {{n, 16}, {16}, {16}},
-               [](const std::vector<Tensor>& t) { return F::layer_norm(t[0], {16}, t[1], t[2]); }});
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::layer_norm(t[0], {16}, t[1], t[2]); }});
   v.push_back({"rms_norm", {{n, 12}, {12}},
-               [](const std::vector<Tensor>& t) { return F::rms_norm(t[0], {12}, t[1]); }, {false, true}});
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::rms_norm(t[0], {12}, t[1]); }, {false, true}});
   v.push_back({"group_norm", {{n, 6, 3, 3}, {6}, {6}},
-               [](const std::vector<Tensor>& t) { return F::group_norm(t[0], 3, t[1], t[2]); }, {false, true, true}});
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::group_norm(t[0], 3, t[1], t[2]); }, {false, true, true}});
   return v;
 }
 
@@ -115,28 +121,28 @@ std::vector<Case> cases(std::int64_t n) {
 std::vector<Case> batch_cases() {
   std::vector<Case> v;
   v.push_back({"batch_norm (training, float32 affine)", {{5, 4, 3, 3}, {4}, {4}},
-               [](const std::vector<Tensor>& t) {
+               [](const std::vector<Tensor>& t, const Tensor&) {
                  const TensorOptions o = TensorOptions(t[1].dtype()).device(t[0].device());  // as the weight
                  return F::batch_norm(t[0], zeros({4}, o), ones({4}, o), t[1], t[2], true);
                },
                {false, true, true}});
-  v.push_back({"batch_norm (training, 16-bit affine)", {{6, 3}, {3}, {3}}, [](const std::vector<Tensor>& t) {
+  v.push_back({"batch_norm (training, 16-bit affine)", {{6, 3}, {3}, {3}}, [](const std::vector<Tensor>& t, const Tensor&) {
                  return F::batch_norm(t[0], Tensor(), Tensor(), t[1], t[2], true);
                }});
   const Tensor target = randint(0, 5, {6}, TensorOptions(kInt64));
-  v.push_back({"cross_entropy", {{6, 5}}, [target](const std::vector<Tensor>& t) {
-                 return F::cross_entropy(t[0], target.to(t[0].device()));
-               }, {}, true});
-  v.push_back({"cross_entropy (sum, label smoothing)", {{6, 5}}, [target](const std::vector<Tensor>& t) {
-                 return F::cross_entropy(t[0], target.to(t[0].device()), nn::Reduction::Sum, 0.1);
-               }, {}, true});
-  v.push_back({"nll_loss (per sample)", {{6, 5}}, [target](const std::vector<Tensor>& t) {
-                 return F::nll_loss(t[0], target.to(t[0].device()), nn::Reduction::None);
-               }});
   const Tensor index = randint(0, 7, {3, 4}, TensorOptions(kInt64));
-  v.push_back({"embedding", {{7, 5}}, [index](const std::vector<Tensor>& t) {
-                 return F::embedding(index.to(t[0].device()), t[0]);
-               }, {}, true});  // the weight gradient adds rows of repeated indices
+  v.push_back({"cross_entropy", {{6, 5}}, [](const std::vector<Tensor>& t, const Tensor& target) {
+                 return F::cross_entropy(t[0], target);
+               }, {}, true, true, target});
+  v.push_back({"cross_entropy (sum, label smoothing)", {{6, 5}}, [](const std::vector<Tensor>& t, const Tensor& target) {
+                 return F::cross_entropy(t[0], target, nn::Reduction::Sum, 0.1);
+               }, {}, true, true, target});
+  v.push_back({"nll_loss (per sample)", {{6, 5}}, [](const std::vector<Tensor>& t, const Tensor& target) {
+                 return F::nll_loss(t[0], target, nn::Reduction::None);
+               }, {}, false, true, target});
+  v.push_back({"embedding", {{7, 5}}, [](const std::vector<Tensor>& t, const Tensor& index) {
+                 return F::embedding(index, t[0]);
+               }, {}, true, true, index});  // the weight gradient adds rows of repeated indices
   return v;
 }
 
@@ -179,7 +185,7 @@ TEST(LayersLowp, CpuMatchesGpu) {
         on_cpu.push_back(x.clone().requires_grad_(true));
         on_gpu.push_back(x.cuda().requires_grad_(true));
       }
-      const Tensor y_cpu = c.op(on_cpu), y_gpu = c.op(on_gpu);
+      const Tensor y_cpu = c.op(on_cpu, c.index), y_gpu = c.op(on_gpu, index_on(c, Device(kCUDA)));
       const double rtol = 2 * rtol_of(dtype), atol = atol_for(c, dtype, y_cpu.to(kFloat64));
       expect_close(y_gpu, y_cpu, rtol, atol, c.name + " forward");
       const Tensor g = random_tensor(y_cpu.sizes(), kFloat64).to(dtype);
@@ -252,6 +258,63 @@ TEST(LayersLowp, BatchNormRunningStatistics) {
                    1.6e-2, 1e-5, "evaluation");
     }
   }
+}
+
+// PyTorch's results (tests/golden/layers_lowp_golden.json, from gen_layers_lowp_golden.py): the cases above by
+// name, with PyTorch's inputs (16-bit values, float32 parameters), its 16-bit output and gradients. minidl runs each
+// on the same inputs; the two agree within the dtype's tolerance (each is within it of the exact result).
+const nlohmann::json& golden() {
+  static const nlohmann::json g = testing::read_golden("layers_lowp_golden.json");
+  return g;
+}
+
+Tensor golden_tensor(const nlohmann::json& t) {
+  std::vector<double> values;
+  for (const auto& v : t["values"]) values.push_back(testing::golden_number(v));
+  const Shape shape = t["shape"].get<Shape>();
+  return from_vector<double>(values, shape).to(testing::dtype_named(t["dtype"]));
+}
+
+void check_golden_on(Device device) {
+  std::vector<Case> all = cases(3);
+  for (Case& c : batch_cases()) all.push_back(c);
+  int checked = 0;
+  for (const auto& g : golden()["cases"]) {
+    const std::string name = g["name"];
+    const DType dtype = testing::dtype_named(g["dtype"]);
+    SCOPED_TRACE(name + " " + dtype_name(dtype) + " on " + device.str());
+    const auto c = std::find_if(all.begin(), all.end(), [&](const Case& k) { return k.name == name; });
+    ASSERT_NE(c, all.end()) << "no case named " << name;
+    std::vector<Tensor> inputs;
+    for (const auto& t : g["inputs"]) inputs.push_back(golden_tensor(t).to(device).requires_grad_(true));
+    const Tensor index = g["index"].is_null() ? Tensor() : golden_tensor(g["index"]).to(device);
+    const Tensor y = c->op(inputs, index);
+    const Tensor expected = golden_tensor(g["output"]);
+    EXPECT_EQ(y.dtype(), expected.dtype());
+    const double rtol = 2 * rtol_of(dtype);
+    expect_close(y, expected, rtol, atol_for(*c, dtype, expected.to(kFloat64)), name + " forward");
+    y.backward(golden_tensor(g["grad_output"]).to(device));
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const Tensor want = golden_tensor(g["grads"][i]);
+      EXPECT_EQ(inputs[i].grad().dtype(), want.dtype());
+      expect_close(inputs[i].grad(), want, rtol, atol_for(*c, dtype, want.to(kFloat64)),
+                   name + " gradient " + std::to_string(i));
+    }
+    ++checked;
+  }
+  EXPECT_GT(checked, 0);
+}
+
+TEST(LayersLowpGolden, MatchesPyTorchOnCpu) {
+  MINIDL_REQUIRE_GOLDEN_FILE(golden(), "layers_lowp_golden.json", "gen_layers_lowp_golden.py")
+  check_golden_on(Device(kCPU));
+}
+
+TEST(LayersLowpGolden, MatchesPyTorchOnGpu) {
+  MINIDL_REQUIRE_GPU();
+  MINIDL_REQUIRE_GOLDEN_FILE(golden(), "layers_lowp_golden.json", "gen_layers_lowp_golden.py")
+  cuda::set_allow_tf32(false, false);
+  check_golden_on(Device(kCUDA));
 }
 
 TEST(LayersLowp, UnsupportedDtypesAreTypedErrors) {

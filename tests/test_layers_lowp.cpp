@@ -87,62 +87,123 @@ void check_case(const Case& c, DType dtype, Device device, bool strided = false)
 /// The ops of the example CNN, a ResNet and a GPT, with batch `n` (0: empty inputs).
 std::vector<Case> cases(std::int64_t n) {
   std::vector<Case> v;
-  v.push_back({"conv2d", {{n, 3, 7, 6}, {4, 3, 3, 3}, {4}},
-               [](const std::vector<Tensor>& t, const Tensor&) { return F::conv2d(t[0], t[1], t[2], 1, 1); }, {}, true, false});
-  v.push_back({"conv2d_relu (stride 2)", {{n, 4, 8, 8}, {5, 4, 3, 3}, {5}},
-               [](const std::vector<Tensor>& t, const Tensor&) { return F::conv2d_relu(t[0], t[1], t[2], 2, 1); }, {}, true, false});
-  v.push_back({"conv_transpose2d", {{n, 4, 5, 5}, {4, 3, 3, 3}, {3}},
-               [](const std::vector<Tensor>& t, const Tensor&) { return F::conv_transpose2d(t[0], t[1], t[2], 2, 1); }, {}, true});
-  v.push_back({"conv1d", {{n, 3, 9}, {4, 3, 3}, {4}},
-               [](const std::vector<Tensor>& t, const Tensor&) { return F::conv1d(t[0], t[1], t[2], 1, 1); }, {}, true, false});
-  v.push_back({"max_pool2d", {{n, 3, 8, 6}}, [](const std::vector<Tensor>& t, const Tensor&) { return F::max_pool2d(t[0], 2); },
-               {}, false, false});
-  v.push_back({"max_pool2d (overlapping, padded)", {{n, 2, 7, 7}},
-               [](const std::vector<Tensor>& t, const Tensor&) { return F::max_pool2d(t[0], 3, 2, 1); }, {}, false, false});
-  v.push_back({"avg_pool2d", {{n, 3, 6, 6}}, [](const std::vector<Tensor>& t, const Tensor&) { return F::avg_pool2d(t[0], 3, 2, 1); },
-               {}, false, false});
-  v.push_back({"adaptive_avg_pool2d (global)", {{n, 4, 5, 5}},
-               [](const std::vector<Tensor>& t, const Tensor&) { return F::adaptive_avg_pool2d(t[0], 1); }});
-  v.push_back({"softmax", {{n, 7}}, [](const std::vector<Tensor>& t, const Tensor&) { return F::softmax(t[0], 1); }, {}, true});
-  v.push_back({"log_softmax (strided dim)", {{4, n, 5}},
-               [](const std::vector<Tensor>& t, const Tensor&) { return F::log_softmax(t[0], 0); }, {}, true});
-  v.push_back({"layer_norm (float32 weight, bias)", {{n, 3, 16}, {16}, {16}},
-               [](const std::vector<Tensor>& t, const Tensor&) { return F::layer_norm(t[0], {16}, t[1], t[2]); }, {false, true, true}});
-  v.push_back({"layer_norm (16-bit weight, bias)", {{n, 16}, {16}, {16}},
+  v.push_back({"conv2d",
+               {{n, 3, 7, 6}, {4, 3, 3, 3}, {4}},
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::conv2d(t[0], t[1], t[2], 1, 1); },
+               {},
+               true,
+               false});
+  v.push_back({"conv2d_relu (stride 2)",
+               {{n, 4, 8, 8}, {5, 4, 3, 3}, {5}},
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::conv2d_relu(t[0], t[1], t[2], 2, 1); },
+               {},
+               true,
+               false});
+  v.push_back({"conv_transpose2d",
+               {{n, 4, 5, 5}, {4, 3, 3, 3}, {3}},
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::conv_transpose2d(t[0], t[1], t[2], 2, 1); },
+               {},
+               true});
+  v.push_back({"conv1d",
+               {{n, 3, 9}, {4, 3, 3}, {4}},
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::conv1d(t[0], t[1], t[2], 1, 1); },
+               {},
+               true,
+               false});
+  v.push_back({"max_pool2d",
+               {{n, 3, 8, 6}},
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::max_pool2d(t[0], 2); },
+               {},
+               false,
+               false});
+  v.push_back({"max_pool2d (overlapping, padded)",
+               {{n, 2, 7, 7}},
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::max_pool2d(t[0], 3, 2, 1); },
+               {},
+               false,
+               false});
+  v.push_back({"avg_pool2d",
+               {{n, 3, 6, 6}},
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::avg_pool2d(t[0], 3, 2, 1); },
+               {},
+               false,
+               false});
+  v.push_back({"adaptive_avg_pool2d (global)", {{n, 4, 5, 5}}, [](const std::vector<Tensor>& t, const Tensor&) {
+                 return F::adaptive_avg_pool2d(t[0], 1);
+               }});
+  v.push_back(
+      {"softmax", {{n, 7}}, [](const std::vector<Tensor>& t, const Tensor&) { return F::softmax(t[0], 1); }, {}, true});
+  v.push_back({"log_softmax (strided dim)",
+               {{4, n, 5}},
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::log_softmax(t[0], 0); },
+               {},
+               true});
+  v.push_back({"layer_norm (float32 weight, bias)",
+               {{n, 3, 16}, {16}, {16}},
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::layer_norm(t[0], {16}, t[1], t[2]); },
+               {false, true, true}});
+  v.push_back({"layer_norm (16-bit weight, bias)",
+               {{n, 16}, {16}, {16}},
                [](const std::vector<Tensor>& t, const Tensor&) { return F::layer_norm(t[0], {16}, t[1], t[2]); }});
-  v.push_back({"rms_norm", {{n, 12}, {12}},
-               [](const std::vector<Tensor>& t, const Tensor&) { return F::rms_norm(t[0], {12}, t[1]); }, {false, true}});
-  v.push_back({"group_norm", {{n, 6, 3, 3}, {6}, {6}},
-               [](const std::vector<Tensor>& t, const Tensor&) { return F::group_norm(t[0], 3, t[1], t[2]); }, {false, true, true}});
+  v.push_back({"rms_norm",
+               {{n, 12}, {12}},
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::rms_norm(t[0], {12}, t[1]); },
+               {false, true}});
+  v.push_back({"group_norm",
+               {{n, 6, 3, 3}, {6}, {6}},
+               [](const std::vector<Tensor>& t, const Tensor&) { return F::group_norm(t[0], 3, t[1], t[2]); },
+               {false, true, true}});
   return v;
 }
 
 /// Ops that need a non-empty batch (training statistics, losses over samples, embedding lookups).
 std::vector<Case> batch_cases() {
   std::vector<Case> v;
-  v.push_back({"batch_norm (training, float32 affine)", {{5, 4, 3, 3}, {4}, {4}},
+  v.push_back({"batch_norm (training, float32 affine)",
+               {{5, 4, 3, 3}, {4}, {4}},
                [](const std::vector<Tensor>& t, const Tensor&) {
                  const TensorOptions o = TensorOptions(t[1].dtype()).device(t[0].device());  // as the weight
                  return F::batch_norm(t[0], zeros({4}, o), ones({4}, o), t[1], t[2], true);
                },
                {false, true, true}});
-  v.push_back({"batch_norm (training, 16-bit affine)", {{6, 3}, {3}, {3}}, [](const std::vector<Tensor>& t, const Tensor&) {
-                 return F::batch_norm(t[0], Tensor(), Tensor(), t[1], t[2], true);
-               }});
+  v.push_back(
+      {"batch_norm (training, 16-bit affine)", {{6, 3}, {3}, {3}}, [](const std::vector<Tensor>& t, const Tensor&) {
+         return F::batch_norm(t[0], Tensor(), Tensor(), t[1], t[2], true);
+       }});
   const Tensor target = randint(0, 5, {6}, TensorOptions(kInt64));
   const Tensor index = randint(0, 7, {3, 4}, TensorOptions(kInt64));
-  v.push_back({"cross_entropy", {{6, 5}}, [](const std::vector<Tensor>& t, const Tensor& target) {
-                 return F::cross_entropy(t[0], target);
-               }, {}, true, true, target});
-  v.push_back({"cross_entropy (sum, label smoothing)", {{6, 5}}, [](const std::vector<Tensor>& t, const Tensor& target) {
+  v.push_back({"cross_entropy",
+               {{6, 5}},
+               [](const std::vector<Tensor>& t, const Tensor& target) { return F::cross_entropy(t[0], target); },
+               {},
+               true,
+               true,
+               target});
+  v.push_back({"cross_entropy (sum, label smoothing)",
+               {{6, 5}},
+               [](const std::vector<Tensor>& t, const Tensor& target) {
                  return F::cross_entropy(t[0], target, nn::Reduction::Sum, 0.1);
-               }, {}, true, true, target});
-  v.push_back({"nll_loss (per sample)", {{6, 5}}, [](const std::vector<Tensor>& t, const Tensor& target) {
+               },
+               {},
+               true,
+               true,
+               target});
+  v.push_back({"nll_loss (per sample)",
+               {{6, 5}},
+               [](const std::vector<Tensor>& t, const Tensor& target) {
                  return F::nll_loss(t[0], target, nn::Reduction::None);
-               }, {}, false, true, target});
-  v.push_back({"embedding", {{7, 5}}, [](const std::vector<Tensor>& t, const Tensor& index) {
-                 return F::embedding(index, t[0]);
-               }, {}, true, true, index});  // the weight gradient adds rows of repeated indices
+               },
+               {},
+               false,
+               true,
+               target});
+  v.push_back({"embedding",
+               {{7, 5}},
+               [](const std::vector<Tensor>& t, const Tensor& index) { return F::embedding(index, t[0]); },
+               {},
+               true,
+               true,
+               index});  // the weight gradient adds rows of repeated indices
   return v;
 }
 
@@ -192,8 +253,8 @@ TEST(LayersLowp, CpuMatchesGpu) {
       y_cpu.backward(g);
       y_gpu.backward(g.cuda());
       for (std::size_t i = 0; i < on_cpu.size(); ++i) {
-        expect_close(on_gpu[i].grad(), on_cpu[i].grad(), rtol,
-                     atol_for(c, dtype, on_cpu[i].grad().to(kFloat64)), c.name + " gradient " + std::to_string(i));
+        expect_close(on_gpu[i].grad(), on_cpu[i].grad(), rtol, atol_for(c, dtype, on_cpu[i].grad().to(kFloat64)),
+                     c.name + " gradient " + std::to_string(i));
       }
     }
   }
@@ -243,7 +304,8 @@ TEST(LayersLowp, BatchNormRunningStatistics) {
     for (DType stats : {kFloat32, kBFloat16}) {
       SCOPED_TRACE(device.str() + ", statistics in " + dtype_name(stats));
       const Tensor x = random_tensor({8, 3, 2, 2}, kFloat64).to(kBFloat16);
-      Tensor mean = zeros({3}, TensorOptions(stats).device(device)), var = ones({3}, TensorOptions(stats).device(device));
+      Tensor mean = zeros({3}, TensorOptions(stats).device(device)),
+             var = ones({3}, TensorOptions(stats).device(device));
       Tensor mean64 = zeros({3}, TensorOptions(kFloat64)), var64 = ones({3}, TensorOptions(kFloat64));
       F::batch_norm(x.to(device), mean, var, Tensor(), Tensor(), true, 0.1);
       F::batch_norm(x.to(kFloat64), mean64, var64, Tensor(), Tensor(), true, 0.1);
@@ -253,9 +315,9 @@ TEST(LayersLowp, BatchNormRunningStatistics) {
       // Evaluation with those statistics: the input's dtype out.
       const Tensor y = F::batch_norm(x.to(device), mean, var, Tensor(), Tensor(), false);
       EXPECT_EQ(y.dtype(), kBFloat16);
-      expect_close(y, F::batch_norm(x.to(kFloat64), mean.cpu().to(kFloat64), var.cpu().to(kFloat64), Tensor(),
-                                    Tensor(), false),
-                   1.6e-2, 1e-5, "evaluation");
+      expect_close(
+          y, F::batch_norm(x.to(kFloat64), mean.cpu().to(kFloat64), var.cpu().to(kFloat64), Tensor(), Tensor(), false),
+          1.6e-2, 1e-5, "evaluation");
     }
   }
 }
@@ -332,11 +394,9 @@ TEST(LayersLowp, UnsupportedDtypesAreTypedErrors) {
                "layer_norm", "weight", "bfloat16");
   EXPECT_ERROR(TypeError, F::batch_norm(b, Tensor(), Tensor(), ones({3}, TensorOptions(kFloat64)), Tensor(), true),
                "batch_norm", "weight", "float64");
-  EXPECT_ERROR(TypeError, F::group_norm(h, 3, ones({3}, TensorOptions(kBFloat16))), "group_norm", "weight",
-               "bfloat16");
+  EXPECT_ERROR(TypeError, F::group_norm(h, 3, ones({3}, TensorOptions(kBFloat16))), "group_norm", "weight", "bfloat16");
   // A 16-bit conv weight beside a float32 input (no silent promotion).
-  EXPECT_ERROR(TypeError, F::conv2d(b.to(kFloat32), random_tensor({2, 3, 3, 3}).to(kBFloat16)), "conv2d",
-               "bfloat16");
+  EXPECT_ERROR(TypeError, F::conv2d(b.to(kFloat32), random_tensor({2, 3, 3, 3}).to(kBFloat16)), "conv2d", "bfloat16");
 }
 
 }  // namespace

@@ -109,11 +109,11 @@ void softmax_forward(const Tensor& x, Tensor& y, i64 outer, i64 n, i64 inner, bo
   kernels::dispatch_floating_lowp(x.dtype(), "softmax", [&](auto tag) {
     using T = typename decltype(tag)::type;
     if (inner == 1) {
-      softmax_rows_kernel<<<row_blocks(outer), 128, 128 * sizeof(kernels::opmath_t<T>), stream()>>>(x.data_ptr<T>(), y.data_ptr<T>(),
-                                                                                 outer, n, log);
+      softmax_rows_kernel<<<row_blocks(outer), 128, 128 * sizeof(kernels::opmath_t<T>), stream()>>>(
+          x.data_ptr<T>(), y.data_ptr<T>(), outer, n, log);
     } else {
-      softmax_strided_kernel<<<blocks_for(outer * inner), kThreads, 0, stream()>>>(x.data_ptr<T>(), y.data_ptr<T>(), outer,
-                                                                                   n, inner, log);
+      softmax_strided_kernel<<<blocks_for(outer * inner), kThreads, 0, stream()>>>(x.data_ptr<T>(), y.data_ptr<T>(),
+                                                                                   outer, n, inner, log);
     }
   });
   MINIDL_CUDA_KERNEL_CHECK();

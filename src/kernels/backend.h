@@ -396,9 +396,9 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
     MINIDL_ON_BACKEND((tensor).device(), name<T>(__VA_ARGS__));                     \
   })
 
-// MINIDL_LAYER_KERNEL for a kernel whose GPU form also takes bfloat16 and float16 (instantiated in its .cu file
-// for those two as well). The CPU's layer kernels have no 16-bit form: a layer op sends 16-bit CPU tensors
-// through layers::needs_float_path (layers/lowp.h) before it gets here, so reaching the CPU with one is an internal error.
+// MINIDL_LAYER_KERNEL for a kernel whose GPU form also takes bfloat16 and float16 (instantiated for them in its
+// GPU source). The CPU's layer kernels have no 16-bit form: a layer op sends 16-bit CPU tensors through
+// layers::needs_float_path (layers/lowp.h) first, so a 16-bit tensor reaching a CPU kernel is an internal error.
 #if MINIDL_CUDA_ENABLED
 #define MINIDL_LAYER_KERNEL_LOWP(tensor, name, ...)                                                          \
   ::minidl::kernels::dispatch_floating_lowp((tensor).dtype(), #name, [&](auto tag_) {                     \

@@ -136,8 +136,8 @@ Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const T
     if (need_b) db = sum(g, {0, 2, 3});
     if (need_x) {
       dx = ops::empty_as(x.sizes(), g);
-      MINIDL_LAYER_KERNEL_LOWP(g, conv2d_forward, p, layers::ptr<T>(g), layers::ptr<T>(w), static_cast<const T*>(nullptr),
-                          layers::ptr<T>(dx), kernels::Activation::None);
+      MINIDL_LAYER_KERNEL_LOWP(g, conv2d_forward, p, layers::ptr<T>(g), layers::ptr<T>(w),
+                               static_cast<const T*>(nullptr), layers::ptr<T>(dx), kernels::Activation::None);
     }
     return std::vector<Tensor>{dx, dw, db};
   });

@@ -20,8 +20,8 @@ Tensor widen(const Tensor& t) { return t.defined() && is_16bit(t.dtype()) ? t.to
 
 void check_param_dtype(const Tensor& input, const Tensor& param, const char* op, const char* name) {
   if (!param.defined()) return;
-  MINIDL_CHECK(param.device() == input.device(), TypeError, op, ": ", name, " is on ", param.device(),
-               ", input on ", input.device());
+  MINIDL_CHECK(param.device() == input.device(), TypeError, op, ": ", name, " is on ", param.device(), ", input on ",
+               input.device());
   const bool ok = param.dtype() == input.dtype() || (is_16bit(input.dtype()) && param.dtype() == kFloat32);
   MINIDL_CHECK(ok, TypeError, op, ": ", name, " must have the input's dtype (", dtype_name(input.dtype()),
                is_16bit(input.dtype()) ? ") or float32" : ")", ", found ", dtype_name(param.dtype()));

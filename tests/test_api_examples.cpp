@@ -652,6 +652,18 @@ TEST(ApiExamples, Attention) {
   EXPECT_FALSE(none.defined());
 }
 
+TEST(ApiExamples, LowPrecisionLayers) {
+  namespace F = nn::functional;
+  Tensor x = randn({8, 3, 32, 32}).to(kBFloat16);         // .to(kCUDA): cuDNN on the tensor cores
+  Tensor w = randn({16, 3, 3, 3}).to(kBFloat16);
+  Tensor y = F::max_pool2d(F::conv2d_relu(x, w), 2);      // bfloat16 (8, 16, 15, 15), float32 sums inside
+  Tensor h = F::layer_norm(y.flatten(1), {3600}, ones({3600}));  // float32 weight: bfloat16 out
+  EXPECT_EQ(y.sizes(), (Shape{8, 16, 15, 15}));
+  EXPECT_EQ(y.dtype(), kBFloat16);
+  EXPECT_EQ(h.dtype(), kBFloat16);
+  expect_close(h.to(kFloat64), F::layer_norm(y.to(kFloat64).flatten(1), {3600}), 1.6e-2, 1e-5, "layer_norm");
+}
+
 TEST(ApiExamples, DocsMatch) {
   const std::filesystem::path self(__FILE__);
   const std::filesystem::path doc = self.parent_path().parent_path() / "docs" / "API.md";

@@ -185,7 +185,7 @@ void RNNImplBase::flatten_parameters() {
     for (std::size_t k = 0; k < 4; ++k) {
       const Tensor& w = flat_[p][k];
       if (!w.defined()) continue;
-      const Tensor block = flat.narrow(0, layout->offsets[4 * p + k], w.numel()).view(w.sizes());
+      Tensor block = flat.narrow(0, layout->offsets[4 * p + k], w.numel()).view(w.sizes());
       block.copy_(w.detach());
       rebind(w, block);
     }

@@ -212,17 +212,17 @@ std::size_t cudnn_rnn_reserve_bytes(const CudnnRnnDesc& d, const CudnnRnnBatch& 
   return space_sizes(c, CUDNN_FWD_MODE_TRAINING).second;
 }
 
-void cudnn_rnn_forward(const CudnnRnnDesc& d, const CudnnRnnBatch& b, const void* x, const void* hx, const void* cx,
-                       const void* w, std::size_t w_bytes, void* y, void* hy, void* cy, void* reserve,
+void cudnn_rnn_forward(const CudnnRnnDesc& d, const CudnnRnnBatch& b, bool training, const void* x, const void* hx,
+                       const void* cx, const void* w, std::size_t w_bytes, void* y, void* hy, void* cy, void* reserve,
                        std::size_t reserve_bytes) {
   const CallDescriptors c(d, b);
-  const cudnnForwardMode_t mode = reserve != nullptr ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
+  const cudnnForwardMode_t mode = training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
   const auto [work_bytes, reserve_needed] = space_sizes(c, mode);
-  if (reserve != nullptr) check_reserve(reserve_bytes, reserve_needed);
+  if (training) check_reserve(reserve_bytes, reserve_needed);
   const Workspace work(work_bytes, "a cuDNN RNN forward workspace");
   MINIDL_CUDNN_CHECK(cudnnRNNForward(cudnn(), c.rnn.get(), mode, b.seq_lengths, c.x.get(), x, c.y.get(), y, c.h.get(),
                                      hx, hy, c.h.get(), cx, cy, w_bytes, w, work_bytes, work.get(),
-                                     reserve != nullptr ? reserve_bytes : 0, reserve));
+                                     training ? reserve_bytes : 0, training ? reserve : nullptr));
 }
 
 void cudnn_rnn_backward_data(const CudnnRnnDesc& d, const CudnnRnnBatch& b, const void* y, const void* dy, void* dx,

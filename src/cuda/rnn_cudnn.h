@@ -51,10 +51,10 @@ struct CudnnRnnBatch {
 std::size_t cudnn_rnn_reserve_bytes(const CudnnRnnDesc& d, const CudnnRnnBatch& b, bool training);
 
 /// Forward. hx, cx (layers * directions, B, hidden) or null for zeros (cx LSTM only); w the flat weight space of
-/// cudnn_rnn_weight_layout (w_bytes); writes y, hy, cy (cy LSTM only). `reserve` (reserve_bytes from
-/// cudnn_rnn_reserve_bytes) non-null: training, kept for the backward; null: inference.
-void cudnn_rnn_forward(const CudnnRnnDesc& d, const CudnnRnnBatch& b, const void* x, const void* hx, const void* cx,
-                       const void* w, std::size_t w_bytes, void* y, void* hy, void* cy, void* reserve,
+/// cudnn_rnn_weight_layout (w_bytes); writes y, hy, cy (cy LSTM only). `training`: cuDNN's training mode, which
+/// fills `reserve` (reserve_bytes from cudnn_rnn_reserve_bytes) for the backward; else inference (no reserve).
+void cudnn_rnn_forward(const CudnnRnnDesc& d, const CudnnRnnBatch& b, bool training, const void* x, const void* hx,
+                       const void* cx, const void* w, std::size_t w_bytes, void* y, void* hy, void* cy, void* reserve,
                        std::size_t reserve_bytes);
 
 /// Gradients of x, hx, cx from those of y, hy, cy (dhy, dcy null: zeros; dhx, dcx null: not wanted), after the

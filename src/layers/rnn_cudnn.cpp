@@ -79,18 +79,19 @@ Tensor rnn_cudnn(const gpu::CudnnRnnDesc& desc, const Tensor& x, const Tensor& h
   const bool records = autograd::grad_mode_enabled() &&
                        (params_need_grad || x.requires_grad() || (h0.defined() && h0.requires_grad()) ||
                         (c0.defined() && c0.requires_grad()));
-  // Training mode (and its reserve space) exactly when a backward may follow, as PyTorch's choice: a forward under
-  // NoGradGuard or of frozen weights on a constant input runs cuDNN's inference mode even in train().
-  const std::size_t reserve_bytes = gpu::cudnn_rnn_reserve_bytes(d, batch, records);
+  // cuDNN's training mode (with its reserve space) when a backward may follow or dropout applies (a train() forward
+  // under NoGradGuard drops out too, as PyTorch's and the own kernels' do); otherwise its inference mode.
+  const bool train_mode = records || d.dropout > 0.0;
+  const std::size_t reserve_bytes = gpu::cudnn_rnn_reserve_bytes(d, batch, train_mode);
   const Tensor reserve =
-      records ? empty({static_cast<i64>(reserve_bytes)}, TensorOptions(kUInt8).device(x.device())) : Tensor();
+      train_mode ? empty({static_cast<i64>(reserve_bytes)}, TensorOptions(kUInt8).device(x.device())) : Tensor();
   Tensor out = ops::empty_as({ny + (lstm ? 2 : 1) * ns}, x);
   char* o = static_cast<char*>(out.data_ptr());
   const std::size_t esize = element_size(x.dtype());
-  gpu::cudnn_rnn_forward(d, batch, x.data_ptr(), h0.defined() ? h0.data_ptr() : nullptr,
+  gpu::cudnn_rnn_forward(d, batch, train_mode, x.data_ptr(), h0.defined() ? h0.data_ptr() : nullptr,
                          c0.defined() ? c0.data_ptr() : nullptr, weights.data_ptr(), w_bytes, o,
                          o + ny * esize, lstm ? o + (ny + ns) * esize : nullptr,
-                         records ? reserve.data_ptr() : nullptr, reserve_bytes);
+                         train_mode ? reserve.data_ptr() : nullptr, reserve_bytes);
   if (!records) return out;
 
   const autograd::SavedTensor saved_x(x, name), saved_h0(h0, name), saved_c0(c0, name), saved_out(out, name),

@@ -607,7 +607,9 @@ Passes run_copy(Kind k, const Config& c, const nn::Module& src, Device device, b
   }
   m->to(device);
   if (device.is_cuda()) EXPECT_EQ(params_share_one_storage(*m), cudnn) << "parameters as views of flat weights";
-  const auto leaf = [&](const Tensor& t) { return t.defined() ? t.detach().to(device).requires_grad_(true) : Tensor(); };
+  const auto leaf = [&](const Tensor& t) {
+    return t.defined() ? t.detach().to(device).requires_grad_(true) : Tensor();
+  };
   const Tensor xd = leaf(x), hd = leaf(h0), cd = leaf(c0);
   Passes out;
   out.r = run_layer(*m, k, xd, hd, cd);

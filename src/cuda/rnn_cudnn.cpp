@@ -54,7 +54,8 @@ const DropoutStates& dropout_states() {
   DropoutStates& s = (*per_device)[current_device()];
   if (s.states == nullptr) {
     MINIDL_CUDNN_CHECK(cudnnDropoutGetStatesSize(cudnn(), &s.bytes));
-    s.seed = static_cast<unsigned long long>(randint(0, std::int64_t{1} << 62, {1}, TensorOptions(kInt64)).item<std::int64_t>());
+    s.seed = static_cast<unsigned long long>(
+        randint(0, std::int64_t{1} << 62, {1}, TensorOptions(kInt64)).item<std::int64_t>());
     s.states = device_alloc(s.bytes);
     cudnnDropoutDescriptor_t init = nullptr;
     MINIDL_CUDNN_CHECK(cudnnCreateDropoutDescriptor(&init));
@@ -73,8 +74,8 @@ class RnnDescriptor {
     MINIDL_CUDNN_CHECK(cudnnCreateRNNDescriptor(&rnn_));
     if (d.dropout > 0.0) {
       const DropoutStates& s = dropout_states();
-      MINIDL_CUDNN_CHECK(cudnnRestoreDropoutDescriptor(dropout_, cudnn(), static_cast<float>(d.dropout), s.states,
-                                                       s.bytes, s.seed));
+      MINIDL_CUDNN_CHECK(
+          cudnnRestoreDropoutDescriptor(dropout_, cudnn(), static_cast<float>(d.dropout), s.states, s.bytes, s.seed));
     } else {
       MINIDL_CUDNN_CHECK(cudnnSetDropoutDescriptor(dropout_, cudnn(), 0.0f, nullptr, 0, 0));
     }
@@ -186,8 +187,8 @@ std::optional<CudnnRnnWeightLayout> cudnn_rnn_weight_layout(const CudnnRnnDesc& 
       for (int id = 0; id < 2 * gates; ++id) {
         void* m_addr = nullptr;
         void* b_addr = nullptr;
-        MINIDL_CUDNN_CHECK(cudnnGetRNNWeightParams(cudnn(), rnn.get(), pseudo, space, base, id, m.get(), &m_addr,
-                                                   b.get(), &b_addr));
+        MINIDL_CUDNN_CHECK(
+            cudnnGetRNNWeightParams(cudnn(), rnn.get(), pseudo, space, base, id, m.get(), &m_addr, b.get(), &b_addr));
         const int side = id < gates ? 0 : 1, gate = id % gates;
         const i64 cols = side == 0 ? in : H;
         if (m_addr == nullptr || described_numel(m) != H * cols) return std::nullopt;
@@ -244,8 +245,8 @@ void cudnn_rnn_backward_weights(const CudnnRnnDesc& d, const CudnnRnnBatch& b, c
   const auto [work_bytes, reserve_needed] = space_sizes(c, CUDNN_FWD_MODE_TRAINING);
   check_reserve(reserve_bytes, reserve_needed);
   const Workspace work(work_bytes, "a cuDNN RNN weight-gradient workspace");
-  MINIDL_CUDNN_CHECK(cudnnRNNBackwardWeights_v8(cudnn(), c.rnn.get(), CUDNN_WGRAD_MODE_ADD, b.seq_lengths, c.x.get(),
-                                                x, c.h.get(), hx, c.y.get(), y, w_bytes, dw, work_bytes, work.get(),
+  MINIDL_CUDNN_CHECK(cudnnRNNBackwardWeights_v8(cudnn(), c.rnn.get(), CUDNN_WGRAD_MODE_ADD, b.seq_lengths, c.x.get(), x,
+                                                c.h.get(), hx, c.y.get(), y, w_bytes, dw, work_bytes, work.get(),
                                                 reserve_bytes, reserve));
 }
 

@@ -42,8 +42,10 @@ const gpu::CudnnRnnWeightLayout* cudnn_rnn_layout(const gpu::CudnnRnnDesc& d, De
   using Key = std::tuple<int, int, bool, i64, i64, i64, bool, bool>;
   static std::mutex mutex;
   static auto* cache = new std::map<Key, std::optional<gpu::CudnnRnnWeightLayout>>();
-  const Key key{device.index(), static_cast<int>(d.mode), d.double_precision, d.input_size, d.hidden_size,
-                d.num_layers, d.bidirectional, d.bias};
+  const Key key{device.index(),     static_cast<int>(d.mode),
+                d.double_precision, d.input_size,
+                d.hidden_size,      d.num_layers,
+                d.bidirectional,    d.bias};
   const std::lock_guard<std::mutex> lock(mutex);
   auto it = cache->find(key);
   if (it == cache->end()) {
@@ -76,9 +78,9 @@ Tensor rnn_cudnn(const gpu::CudnnRnnDesc& desc, const Tensor& x, const Tensor& h
 
   bool params_need_grad = false;
   for (const Tensor& p : params) params_need_grad = params_need_grad || p.requires_grad();
-  const bool records = autograd::grad_mode_enabled() &&
-                       (params_need_grad || x.requires_grad() || (h0.defined() && h0.requires_grad()) ||
-                        (c0.defined() && c0.requires_grad()));
+  const bool records =
+      autograd::grad_mode_enabled() && (params_need_grad || x.requires_grad() || (h0.defined() && h0.requires_grad()) ||
+                                        (c0.defined() && c0.requires_grad()));
   // cuDNN's training mode (with its reserve space) when a backward may follow or dropout applies (a train() forward
   // under NoGradGuard drops out too, as PyTorch's and the own kernels' do); otherwise its inference mode.
   const bool train_mode = records || d.dropout > 0.0;
@@ -89,9 +91,9 @@ Tensor rnn_cudnn(const gpu::CudnnRnnDesc& desc, const Tensor& x, const Tensor& h
   char* o = static_cast<char*>(out.data_ptr());
   const std::size_t esize = element_size(x.dtype());
   gpu::cudnn_rnn_forward(d, batch, train_mode, x.data_ptr(), h0.defined() ? h0.data_ptr() : nullptr,
-                         c0.defined() ? c0.data_ptr() : nullptr, weights.data_ptr(), w_bytes, o,
-                         o + ny * esize, lstm ? o + (ny + ns) * esize : nullptr,
-                         train_mode ? reserve.data_ptr() : nullptr, reserve_bytes);
+                         c0.defined() ? c0.data_ptr() : nullptr, weights.data_ptr(), w_bytes, o, o + ny * esize,
+                         lstm ? o + (ny + ns) * esize : nullptr, train_mode ? reserve.data_ptr() : nullptr,
+                         reserve_bytes);
   if (!records) return out;
 
   const autograd::SavedTensor saved_x(x, name), saved_h0(h0, name), saved_c0(c0, name), saved_out(out, name),
@@ -101,8 +103,7 @@ Tensor rnn_cudnn(const gpu::CudnnRnnDesc& desc, const Tensor& x, const Tensor& h
   std::vector<Tensor> inputs{x, h0, c0};
   inputs.insert(inputs.end(), params.begin(), params.end());
   return autograd::record(out, std::string(name) + "CudnnBackward", inputs, [=](const Tensor& g) {
-    const Tensor xs = saved_x.get(), hs = saved_h0.get(), cs = saved_c0.get(), ys = saved_out.get(),
-                 w = saved_w.get();
+    const Tensor xs = saved_x.get(), hs = saved_h0.get(), cs = saved_c0.get(), ys = saved_out.get(), w = saved_w.get();
     const gpu::DeviceGuard device(g.device().index());
     const char* gy = static_cast<const char*>(g.data_ptr());
     Tensor dx = ops::empty_as(xs.sizes(), g);
@@ -118,8 +119,8 @@ Tensor rnn_cudnn(const gpu::CudnnRnnDesc& desc, const Tensor& x, const Tensor& h
       // cuDNN adds into the flat gradient; each parameter's gradient is its block of it (a view: the engine's
       // AccumulateGrad copies it into the parameter's own .grad, or adds it there).
       const Tensor dw = zeros({w.numel()}, TensorOptions(w.dtype()).device(w.device()));
-      gpu::cudnn_rnn_backward_weights(d, batch, xs.data_ptr(), hs.defined() ? hs.data_ptr() : nullptr,
-                                      ys.data_ptr(), dw.data_ptr(), w_bytes, reserve.data_ptr(), reserve_bytes);
+      gpu::cudnn_rnn_backward_weights(d, batch, xs.data_ptr(), hs.defined() ? hs.data_ptr() : nullptr, ys.data_ptr(),
+                                      dw.data_ptr(), w_bytes, reserve.data_ptr(), reserve_bytes);
       for (std::size_t i = 0; i < shapes.size(); ++i) {
         i64 n = 1;
         for (i64 s : shapes[i]) n *= s;

@@ -22,9 +22,9 @@ const gpu::CudnnRnnWeightLayout* cudnn_rnn_layout(const gpu::CudnnRnnDesc& d, De
 /// view it, each starting at `offsets[i]` elements: the node's gradient edges, each receiving its block of the one
 /// flat weight gradient. Returns one 1-d tensor: y (T, B, directions * hidden_size), then h_n and, LSTM, c_n
 /// (each layers * directions, B, hidden_size), all contiguous. `name` names the module in errors.
-Tensor rnn_cudnn(const gpu::CudnnRnnDesc& d, const Tensor& x, const Tensor& h0, const Tensor& c0,
-                 const Tensor& weights, const std::vector<Tensor>& params, const std::vector<std::int64_t>& offsets,
-                 bool training, const char* name);
+Tensor rnn_cudnn(const gpu::CudnnRnnDesc& d, const Tensor& x, const Tensor& h0, const Tensor& c0, const Tensor& weights,
+                 const std::vector<Tensor>& params, const std::vector<std::int64_t>& offsets, bool training,
+                 const char* name);
 
 }  // namespace layers
 }  // namespace minidl

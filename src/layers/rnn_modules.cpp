@@ -235,9 +235,9 @@ std::tuple<Tensor, Tensor, Tensor> RNNImplBase::run_cudnn(const Tensor& x, const
     }
   }
   const std::string n = name();
-  const Tensor all = layers::rnn_cudnn(cudnn_desc(mode_, o, x.dtype()), x.contiguous(),
-                                       h0.defined() ? h0.contiguous() : h0, c0.defined() ? c0.contiguous() : c0,
-                                       flat_weights_, params, offsets, is_training(), n.c_str());
+  const Tensor all =
+      layers::rnn_cudnn(cudnn_desc(mode_, o, x.dtype()), x.contiguous(), h0.defined() ? h0.contiguous() : h0,
+                        c0.defined() ? c0.contiguous() : c0, flat_weights_, params, offsets, is_training(), n.c_str());
   const i64 ny = T * B * D * H, ns = L * D * B * H;
   const Shape state{L * D, B, H};
   return {all.narrow(0, 0, ny).view({T, B, D * H}), all.narrow(0, ny, ns).view(state),

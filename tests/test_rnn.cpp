@@ -884,9 +884,8 @@ Tensor golden_tensor(const nlohmann::json& j) {
   return from_vector(v, j["shape"].get<Shape>());
 }
 
-TEST(RnnGolden, MatchesPyTorch) {
-  const nlohmann::json golden = testing::read_golden("rnn_golden.json");
-  MINIDL_REQUIRE_GOLDEN_FILE(golden, "rnn_golden.json", "gen_rnn_golden.py");
+/// Every case of PyTorch's results, run in float64 on `device` (the GPU: the sequence layers through cuDNN).
+void check_golden(const nlohmann::json& golden, Device device) {
   for (const auto& cs : golden["cases"]) {
     const std::string module = cs["module"], name = cs["name"];
     SCOPED_TRACE(name);
@@ -926,9 +925,11 @@ TEST(RnnGolden, MatchesPyTorch) {
         p.copy_(golden_tensor(cs["params"][n]));
       }
     }
-    const Tensor x = golden_tensor(cs["input"]).requires_grad_(true);
-    const Tensor h0 = cs.contains("h0") ? golden_tensor(cs["h0"]).requires_grad_(true) : Tensor();
-    const Tensor c0 = cs.contains("c0") ? golden_tensor(cs["c0"]).requires_grad_(true) : Tensor();
+    m->to(device);
+    const auto leaf = [&](const char* key) { return golden_tensor(cs[key]).to(device).requires_grad_(true); };
+    const Tensor x = leaf("input");
+    const Tensor h0 = cs.contains("h0") ? leaf("h0") : Tensor();
+    const Tensor c0 = cs.contains("c0") ? leaf("c0") : Tensor();
     Result r;
     if (cell) {
       if (k == Kind::LSTM) {
@@ -945,14 +946,14 @@ TEST(RnnGolden, MatchesPyTorch) {
     }
     const double tol = 1e-10;
     expect_close(r.out, golden_tensor(cs["output"]), tol, tol, "output");
-    Tensor loss = sum(r.out * golden_tensor(cs["grad_output"]));
+    Tensor loss = sum(r.out * golden_tensor(cs["grad_output"]).to(device));
     if (r.h.defined()) {
       expect_close(r.h, golden_tensor(cs["h_n"]), tol, tol, "h_n");
-      loss = loss + sum(r.h * golden_tensor(cs["grad_h_n"]));
+      loss = loss + sum(r.h * golden_tensor(cs["grad_h_n"]).to(device));
     }
     if (r.c.defined()) {
       expect_close(r.c, golden_tensor(cs["c_n"]), tol, tol, "c_n");
-      loss = loss + sum(r.c * golden_tensor(cs["grad_c_n"]));
+      loss = loss + sum(r.c * golden_tensor(cs["grad_c_n"]).to(device));
     }
     loss.backward();
     expect_close(x.grad(), golden_tensor(cs["grad_input"]), tol, tol, "input grad");
@@ -962,6 +963,20 @@ TEST(RnnGolden, MatchesPyTorch) {
       expect_close(p.grad(), golden_tensor(cs["grad_params"][n]), tol, tol, n + " grad");
     }
   }
+}
+
+TEST(RnnGolden, MatchesPyTorch) {
+  const nlohmann::json golden = testing::read_golden("rnn_golden.json");
+  MINIDL_REQUIRE_GOLDEN_FILE(golden, "rnn_golden.json", "gen_rnn_golden.py");
+  check_golden(golden, Device(kCPU));
+}
+
+TEST(RnnGolden, CudnnMatchesPyTorch) {
+  MINIDL_REQUIRE_GPU();
+  const nlohmann::json golden = testing::read_golden("rnn_golden.json");
+  MINIDL_REQUIRE_GOLDEN_FILE(golden, "rnn_golden.json", "gen_rnn_golden.py");
+  const CudnnRnnScope scope;
+  check_golden(golden, Device(kCUDA, 0));
 }
 
 }  // namespace

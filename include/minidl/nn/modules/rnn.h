@@ -3,7 +3,8 @@
 // nn::LSTM, nn::GRU over whole sequences (num_layers, bidirectional, batch_first, inter-layer dropout) and the
 // single-step nn::RNNCell, nn::LSTMCell, nn::GRUCell. Parameters carry PyTorch's names (weight_ih_l0,
 // weight_hh_l0, bias_ih_l0, bias_hh_l0, ..._reverse; the cells' weight_ih, ...) and gate order (LSTM i, f, g, o;
-// GRU r, z, n), so state dicts move between the two. Not supported: LSTM's proj_size, PackedSequence input.
+// GRU r, z, n), so state dicts move between the two. On the GPU the sequence layers run through cuDNN, their
+// parameters views of its flat weights (flatten_parameters). Not supported: LSTM's proj_size, PackedSequence input.
 #include <cstdint>
 #include <optional>
 #include <string>

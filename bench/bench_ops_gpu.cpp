@@ -8,7 +8,8 @@
 // beside them).
 // attention/fwd_bwd: scaled_dot_product_attention forward and backward at B=16, 12 heads, T=1024, head dim 64,
 // causal, float32, through the flash-attention kernels (fused:1) and the composed reference path (fused:0).
-// lstm/fwd_bwd: nn::LSTM (2 layers, 512 hidden, input 512) forward and backward at T=128, batch 64, float32.
+// lstm/fwd_bwd: nn::LSTM (2 layers, 512 hidden, input 512) forward and backward at T=128, batch 64, float32,
+// through cuDNN (cudnn:1) and minidl's own recurrence kernels (cudnn:0).
 // bench/compare_layers.py times PyTorch's same layers beside these.
 //
 // Timing: the first call of a pass runs eagerly (cuDNN's algorithm search and workspace allocation happen
@@ -370,11 +371,14 @@ void BM_attention(benchmark::State& state) {
 }
 
 /// nn::LSTM, 2 layers of 512 on inputs of 512, T = 128, batch 64: forward and backward (input and parameter
-/// gradients). FLOPs: the input and recurrent GEMMs of both layers, forward and twice that backward.
+/// gradients), as a user's module runs them: through cuDNN (cudnn:1, the default) or minidl's own recurrence
+/// kernels (cudnn:0, cuda::set_cudnn_rnn_enabled(false)). FLOPs: the input and recurrent GEMMs of both layers,
+/// forward and twice that backward.
 void BM_lstm(benchmark::State& state) {
   guarded(state, [&] {
     const std::int64_t T = 128, B = 64, I = 512, H = 512;
     minidl::cuda::set_allow_tf32(false, false);
+    minidl::cuda::set_cudnn_rnn_enabled(state.range(0) != 0);
     minidl::manual_seed(0);
     minidl::nn::LSTM lstm(minidl::nn::LSTMOptions(I, H).num_layers(2));
     lstm->to(kDevice);
@@ -383,6 +387,7 @@ void BM_lstm(benchmark::State& state) {
     const double gemm = 2.0 * static_cast<double>(T * B) * static_cast<double>(4 * H) * static_cast<double>(I + H);
     const Cost cost{3.0 * 2.0 * gemm, 0};
     time_on_device(state, cost, kFp32, [&] { std::get<0>(lstm->forward(x)).backward(g); });
+    minidl::cuda::set_cudnn_rnn_enabled(true);
   });
 }
 
@@ -453,8 +458,13 @@ int run_program(int argc, char** argv) {
   benchmark::RegisterBenchmark("relu1/backward", BM_relu, conv1, Pass::BackwardInput)->Apply(memory_args);
   benchmark::RegisterBenchmark("relu2/forward", BM_relu, conv2, Pass::Forward)->Apply(memory_args);
   benchmark::RegisterBenchmark("relu2/backward", BM_relu, conv2, Pass::BackwardInput)->Apply(memory_args);
-  benchmark::RegisterBenchmark("lstm/fwd_bwd", BM_lstm)->UseManualTime()->Iterations(kSamples)->Unit(
-      benchmark::kMicrosecond);
+  benchmark::RegisterBenchmark("lstm/fwd_bwd", BM_lstm)
+      ->ArgNames({"cudnn"})
+      ->Args({1})
+      ->Args({0})
+      ->UseManualTime()
+      ->Iterations(kSamples)
+      ->Unit(benchmark::kMicrosecond);
   benchmark::RegisterBenchmark("attention/fwd_bwd", BM_attention)
       ->ArgNames({"fused"})
       ->Args({1})

@@ -55,6 +55,7 @@ def torch_case(torch, name):
                 F.scaled_dot_product_attention(q, k, v, is_causal=True).backward(g)
         return call
     if name.startswith("lstm/fwd_bwd"):
+        # cudnn:1 (minidl through cuDNN) and cudnn:0 (minidl's own kernels) both against PyTorch's cuDNN LSTM.
         T, B, I, Hd = 128, 64, 512, 512
         lstm = torch.nn.LSTM(I, Hd, num_layers=2, device=dev)
         x, g = leaf(T, B, I), torch.randn(T, B, Hd, device=dev)

@@ -1,10 +1,12 @@
 // Recurrent layers (nn::RNN, LSTM, GRU and their cells): float64 gradcheck of modules and cells; the fused
 // recurrence against the same layers composed from elementwise ops (forward and every gradient, float32 and
-// float64); CPU against GPU; strided, empty and unbatched inputs; typed errors for bad input; PyTorch's results
-// (tests/golden/gen_rnn_golden.py).
+// float64); CPU against GPU; the GPU's cuDNN path against its own kernels and the CPU, its parameter views (after
+// optimizer steps, moves, checkpoint loads), a captured CUDA graph and dropout; strided, empty and unbatched
+// inputs; typed errors for bad input; PyTorch's results (tests/golden/gen_rnn_golden.py).
 #include <map>
 #include <sstream>
 
+#include "file_helpers.h"
 #include "golden_file.h"
 #include "test_util.h"
 
@@ -557,6 +559,323 @@ TEST(RnnGpu, MatchesCpu) {
   }
 }
 
+// ---- the cuDNN path on the GPU ----------------------------------------------------------------------------------
+
+/// TF32 off and cuDNN's RNN path on for a test; restores both settings afterwards.
+struct CudnnRnnScope {
+  const bool cudnn = cuda::cudnn_rnn_enabled(), tf32_conv = cuda::allow_tf32_conv(),
+             tf32_matmul = cuda::allow_tf32_matmul();
+  CudnnRnnScope() {
+    cuda::set_allow_tf32(false, false);
+    cuda::set_cudnn_rnn_enabled(true);
+  }
+  ~CudnnRnnScope() {
+    cuda::set_cudnn_rnn_enabled(cudnn);
+    cuda::set_allow_tf32(tf32_conv, tf32_matmul);
+  }
+  CudnnRnnScope(const CudnnRnnScope&) = delete;
+  CudnnRnnScope& operator=(const CudnnRnnScope&) = delete;
+};
+
+/// Whether all of m's parameters view one storage (cuDNN's flat weight space).
+bool params_share_one_storage(const nn::Module& m) {
+  const auto params = m.parameters();
+  for (const Tensor& p : params) {
+    if (p.unsafe_impl()->storage != params[0].unsafe_impl()->storage) return false;
+  }
+  return !params.empty();
+}
+
+/// Outputs and every gradient of one forward and backward.
+struct Passes {
+  Result r;
+  Tensor dx, dh0, dc0;
+  std::map<std::string, Tensor> dparams;
+};
+
+/// A copy of `src` (same parameter values and dtype) on `device`, run with cuDNN's path `cudnn` on x, h0, c0 (any
+/// device; undefined states: zeros) and backward with g (the shape of flat()).
+Passes run_copy(Kind k, const Config& c, const nn::Module& src, Device device, bool cudnn, const Tensor& x,
+             const Tensor& h0, const Tensor& c0, const Tensor& g) {
+  cuda::set_cudnn_rnn_enabled(cudnn);
+  auto m = make_layer(k, c);
+  m->to(x.dtype());
+  {
+    NoGradGuard no_grad;
+    const auto from = params_of(src);
+    for (auto& [n, p] : m->named_parameters()) p.copy_(from.at(n));
+  }
+  m->to(device);
+  if (device.is_cuda()) EXPECT_EQ(params_share_one_storage(*m), cudnn) << "parameters as views of flat weights";
+  const auto leaf = [&](const Tensor& t) {
+    return t.defined() ? t.detach().to(device).requires_grad_(true) : Tensor();
+  };
+  const Tensor xd = leaf(x), hd = leaf(h0), cd = leaf(c0);
+  Passes out;
+  out.r = run_layer(*m, k, xd, hd, cd);
+  flat(out.r).backward(g.to(device));
+  out.dx = xd.grad();
+  if (hd.defined()) out.dh0 = hd.grad();
+  if (cd.defined()) out.dc0 = cd.grad();
+  for (const auto& [n, p] : m->named_parameters()) out.dparams[n] = p.grad();
+  return out;
+}
+
+void expect_runs_close(const Passes& a, const Passes& b, double tol, const std::string& what) {
+  expect_close(a.r.out, b.r.out, tol, tol, what + ": output");
+  expect_close(a.r.h, b.r.h, tol, tol, what + ": h_n");
+  if (b.r.c.defined()) expect_close(a.r.c, b.r.c, tol, tol, what + ": c_n");
+  expect_close(a.dx, b.dx, tol, tol, what + ": input grad");
+  if (b.dh0.defined()) expect_close(a.dh0, b.dh0, tol, tol, what + ": h_0 grad");
+  if (b.dc0.defined()) expect_close(a.dc0, b.dc0, tol, tol, what + ": c_0 grad");
+  ASSERT_EQ(a.dparams.size(), b.dparams.size()) << what;
+  for (const auto& [n, d] : b.dparams) expect_close(a.dparams.at(n), d, tol, tol, what + ": " + n + " grad");
+}
+
+TEST(RnnCudnn, MatchesOwnKernelsAndCpu) {
+  MINIDL_REQUIRE_GPU();
+  const CudnnRnnScope scope;
+  const Device gpu(kCUDA, 0), cpu(kCPU);
+  Config deep;  // 2 layers, bidirectional, batch_first, sizes that fill no warp or tile evenly
+  deep.input = 9;
+  deep.hidden = 33;
+  deep.layers = 2;
+  deep.bidirectional = true;
+  deep.batch_first = true;
+  Config stacked = deep;
+  stacked.bidirectional = false;
+  stacked.batch_first = false;
+  Config plain;
+  plain.input = 6;
+  plain.hidden = 5;
+  plain.bidirectional = true;
+  plain.bias = false;
+  for (Kind k : kKinds) {
+    for (DType dt : {kFloat32, kFloat64}) {
+      for (const Config& c : {deep, stacked, plain}) {
+        for (bool states : {true, false}) {
+          SCOPED_TRACE(describe(k, c, states) + " " + dtype_name(dt));
+          const double tol = dt == kFloat64 ? 1e-11 : 1e-4;
+          const i64 T = 7, B = 5, D = c.bidirectional ? 2 : 1;
+          auto src = make_layer(k, c);
+          src->to(dt);
+          const Tensor x = random_tensor(input_shape(c, T, B), dt);
+          const Tensor h0 = states ? random_tensor({c.layers * D, B, c.hidden}, dt) : Tensor();
+          const Tensor c0 = states && k == Kind::LSTM ? random_tensor({c.layers * D, B, c.hidden}, dt) : Tensor();
+          const i64 outputs = T * B * D * c.hidden + (k == Kind::LSTM ? 2 : 1) * c.layers * D * B * c.hidden;
+          const Tensor g = random_tensor({outputs}, dt);
+          const Passes on_cpu = run_copy(k, c, *src, cpu, false, x, h0, c0, g);
+          const Passes own = run_copy(k, c, *src, gpu, false, x, h0, c0, g);
+          const Passes cudnn = run_copy(k, c, *src, gpu, true, x, h0, c0, g);
+          expect_runs_close(cudnn, on_cpu, tol, "cuDNN vs CPU");
+          expect_runs_close(cudnn, own, tol, "cuDNN vs own kernels");
+        }
+      }
+    }
+  }
+}
+
+TEST(RnnCudnn, UnbatchedEmptyAndStridedInputs) {
+  MINIDL_REQUIRE_GPU();
+  const CudnnRnnScope scope;
+  const Device gpu(kCUDA, 0);
+  for (Kind k : kKinds) {
+    SCOPED_TRACE(kind_name(k));
+    Config c;
+    c.layers = 2;
+    c.bidirectional = true;
+    auto cpu = make_layer(k, c), dev = make_layer(k, c);
+    {
+      NoGradGuard no_grad;
+      const auto from = params_of(*cpu);
+      for (auto& [n, p] : dev->named_parameters()) p.copy_(from.at(n));
+    }
+    dev->to(gpu);
+    ASSERT_TRUE(params_share_one_storage(*dev));
+    const Tensor x = random_tensor({6, 3}, kFloat32), h0 = random_tensor({4, 4}, kFloat32);
+    const Tensor c0 = k == Kind::LSTM ? random_tensor({4, 4}, kFloat32) : Tensor();
+    const Result want = run_layer(*cpu, k, x, h0, c0);
+    const Result got = run_layer(*dev, k, x.to(gpu), h0.to(gpu), c0.defined() ? c0.to(gpu) : Tensor());
+    expect_close(got.out, want.out, 1e-4, 1e-4, "unbatched output");
+    expect_close(got.h, want.h, 1e-4, 1e-4, "unbatched h_n");
+    if (k == Kind::LSTM) expect_close(got.c, want.c, 1e-4, 1e-4, "unbatched c_n");
+    // (T, B, input) as a transpose of (B, T, input) and a slice of a wider tensor, states sliced too.
+    const Tensor wide = random_tensor({3, 5, 6}, kFloat32).to(gpu);
+    const Tensor xs = wide.transpose(0, 1).narrow(2, 1, 3);
+    const Tensor hw = random_tensor({4, 3, 8}, kFloat32).to(gpu);
+    const Result s = run_layer(*dev, k, xs, hw.narrow(2, 2, 4), k == Kind::LSTM ? hw.narrow(2, 4, 4) : Tensor());
+    const Result d = run_layer(*dev, k, xs.contiguous(), hw.narrow(2, 2, 4).contiguous(),
+                               k == Kind::LSTM ? hw.narrow(2, 4, 4).contiguous() : Tensor());
+    expect_close(s.out, d.out, 0, 0, "strided output");
+    expect_close(s.h, d.h, 0, 0, "strided h_n");
+    // An empty batch runs the own kernels (cuDNN takes none) and gives zero parameter gradients.
+    const Tensor e = random_tensor({5, 0, 3}, kFloat32).to(gpu).requires_grad_(true);
+    const Result r = run_layer(*dev, k, e, Tensor(), Tensor());
+    EXPECT_EQ(r.out.sizes(), (Shape{5, 0, 8}));
+    sum(flat(r)).backward();
+    for (const auto& [n, p] : dev->named_parameters()) {
+      ASSERT_TRUE(p.grad().defined()) << n;
+      EXPECT_EQ(max(abs(p.grad())).item<double>(), 0.0) << n;
+    }
+  }
+}
+
+TEST(RnnCudnn, ParameterViewsSurviveStepsMovesAndLoads) {
+  MINIDL_REQUIRE_GPU();
+  const CudnnRnnScope scope;
+  const Device gpu(kCUDA, 0);
+  const auto options = nn::LSTMOptions(5, 6).num_layers(2).bidirectional(true);
+  nn::LSTM lstm(options), cpu_lstm(options);
+  const std::vector<std::string> names = {
+      "weight_ih_l0",         "weight_hh_l0",         "bias_ih_l0",         "bias_hh_l0",
+      "weight_ih_l0_reverse", "weight_hh_l0_reverse", "bias_ih_l0_reverse", "bias_hh_l0_reverse",
+      "weight_ih_l1",         "weight_hh_l1",         "bias_ih_l1",         "bias_hh_l1",
+      "weight_ih_l1_reverse", "weight_hh_l1_reverse", "bias_ih_l1_reverse", "bias_hh_l1_reverse"};
+  const auto copy_into = [](nn::Module& dst, const nn::Module& src) {
+    NoGradGuard no_grad;
+    const auto from = params_of(src);
+    for (auto& [n, p] : dst.named_parameters()) p.copy_(from.at(n));
+  };
+  const auto expect_same_values = [&](const nn::Module& a, const nn::Module& b, const std::string& what) {
+    const auto pb = params_of(b);
+    for (const auto& [n, p] : a.named_parameters()) expect_close(p, pb.at(n), 0, 0, what + ": " + n);
+  };
+  copy_into(*cpu_lstm, *lstm);
+  const std::vector<Tensor> handles = lstm->parameters();
+  lstm->to(gpu);
+  ASSERT_TRUE(params_share_one_storage(*lstm));
+  const auto np = lstm->named_parameters();
+  ASSERT_EQ(np.size(), names.size());
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    EXPECT_EQ(np[i].first, names[i]);
+    EXPECT_EQ(np[i].second.unsafe_impl(), handles[i].unsafe_impl()) << names[i] << ": the handle changed";
+  }
+  expect_same_values(*lstm, *cpu_lstm, "values after to(cuda)");
+
+  // Optimizer steps update the views in place; the next forward reads the updated flat weights.
+  optim::SGD sgd(lstm->parameters(), optim::SGDOptions(0.5).momentum(0.9));
+  const Tensor x = random_tensor({4, 3, 5}, kFloat32);
+  for (int step = 0; step < 2; ++step) {
+    sgd.zero_grad();
+    sum(std::get<0>(lstm(x.to(gpu)))).backward();
+    sgd.step();
+  }
+  EXPECT_TRUE(params_share_one_storage(*lstm)) << "after optimizer steps";
+  copy_into(*cpu_lstm, *lstm);
+  expect_close(std::get<0>(lstm(x.to(gpu))), std::get<0>(cpu_lstm(x)), 1e-4, 1e-4, "output after steps");
+
+  // Moving away and back keeps the values and makes the parameters views again.
+  lstm->to(kCPU);
+  EXPECT_FALSE(lstm->parameters()[0].is_cuda());
+  lstm->to(gpu);
+  EXPECT_TRUE(params_share_one_storage(*lstm)) << "after to(cpu) and back";
+  expect_same_values(*lstm, *cpu_lstm, "values after to(cpu) and back");
+
+  // A checkpoint saved from the GPU module loads into another GPU module's views, under PyTorch's names.
+  const test_files::TempDir dir("minidl_rnn_");
+  io::save(*lstm, dir.file("lstm.safetensors"));
+  nn::LSTM loaded(options);
+  loaded->to(gpu);
+  io::load(*loaded, dir.file("lstm.safetensors"));
+  EXPECT_TRUE(params_share_one_storage(*loaded)) << "after load";
+  expect_same_values(*loaded, *cpu_lstm, "values after load");
+  expect_close(std::get<0>(loaded(x.to(gpu))), std::get<0>(lstm(x.to(gpu))), 0, 0, "output after load");
+
+  // A parent's to() moves each parameter on its own; the next forward makes them views again.
+  struct Net : nn::Module {
+    nn::LSTM lstm{nullptr};
+    explicit Net(const nn::LSTMOptions& o) { lstm = register_module("lstm", nn::LSTM(o)); }
+  };
+  auto net = std::make_shared<Net>(options);
+  copy_into(*net->lstm, *cpu_lstm);
+  net->to(gpu);
+  const Tensor first = std::get<0>(net->lstm(x.to(gpu)));
+  EXPECT_TRUE(params_share_one_storage(*net->lstm)) << "after a parent's to() and a forward";
+  expect_close(first, std::get<0>(cpu_lstm(x)), 1e-4, 1e-4, "output after a parent's to()");
+}
+
+TEST(RnnCudnn, CapturedForwardBackwardMatchesEager) {
+  MINIDL_REQUIRE_GPU();
+  const CudnnRnnScope scope;
+  const Device gpu(kCUDA, 0);
+  for (Kind k : {Kind::LSTM, Kind::GRU, Kind::Tanh}) {
+    SCOPED_TRACE(kind_name(k));
+    Config c;
+    c.input = 7;
+    c.hidden = 16;
+    c.layers = 2;
+    c.bidirectional = true;
+    auto m = make_layer(k, c);
+    m->to(gpu);
+    const auto leaf = [&](const Shape& s) { return random_tensor(s, kFloat32).to(gpu).requires_grad_(true); };
+    const Tensor x = leaf({6, 4, 7}), h0 = leaf({4, 4, 16});
+    const Tensor c0 = k == Kind::LSTM ? leaf({4, 4, 16}) : Tensor();
+    const Tensor g = random_tensor({6 * 4 * 32 + (k == Kind::LSTM ? 2 : 1) * 4 * 4 * 16}, kFloat32).to(gpu);
+    std::vector<Tensor> leaves = m->parameters();
+    leaves.push_back(x);
+    leaves.push_back(h0);
+    if (c0.defined()) leaves.push_back(c0);
+    const auto step = [&] {
+      const Tensor out = flat(run_layer(*m, k, x, h0, c0));
+      out.backward(g);
+      return out;
+    };
+    const Tensor eager = step().detach().clone();
+    std::vector<Tensor> eager_grads;
+    for (const Tensor& t : leaves) eager_grads.push_back(t.grad().clone());
+    for (const Tensor& t : leaves) t.grad().zero_();
+    cuda::CUDAGraph graph;
+    graph.capture_begin();
+    const Tensor captured = step();
+    graph.capture_end();
+    for (const Tensor& t : leaves) t.grad().zero_();
+    graph.replay();
+    expect_close(captured, eager, 1e-6, 1e-6, "captured forward");
+    for (std::size_t i = 0; i < leaves.size(); ++i) {
+      expect_close(leaves[i].grad(), eager_grads[i], 1e-5, 1e-5, "captured gradient " + std::to_string(i));
+    }
+  }
+}
+
+TEST(RnnCudnn, DropoutOnlyInTrainingAndInferenceMode) {
+  MINIDL_REQUIRE_GPU();
+  const CudnnRnnScope scope;
+  const Device gpu(kCUDA, 0);
+  Config c;
+  c.layers = 3;
+  c.dropout = 0.5;
+  c.hidden = 32;
+  Config plain = c;
+  plain.dropout = 0.0;
+  for (Kind k : kKinds) {
+    SCOPED_TRACE(kind_name(k));
+    auto m = make_layer(k, c), ref = make_layer(k, plain);
+    {
+      NoGradGuard no_grad;
+      const auto from = params_of(*m);
+      for (auto& [n, p] : ref->named_parameters()) p.copy_(from.at(n));
+    }
+    m->to(gpu);
+    ref->to(gpu);
+    const Tensor x = random_tensor({4, 8, 3}, kFloat32).to(gpu);
+    const Tensor plain_out = run_layer(*ref, k, x, Tensor(), Tensor()).out;
+    {
+      NoGradGuard no_grad;  // cuDNN's inference mode
+      expect_close(run_layer(*ref, k, x, Tensor(), Tensor()).out, plain_out, 1e-5, 1e-5, "inference mode");
+    }
+    m->eval();
+    expect_close(run_layer(*m, k, x, Tensor(), Tensor()).out, plain_out, 1e-5, 1e-5, "eval output");
+    m->train();
+    const Tensor xg = x.detach().requires_grad_(true);
+    const Tensor a = run_layer(*m, k, xg, Tensor(), Tensor()).out;
+    const Tensor b = run_layer(*m, k, x, Tensor(), Tensor()).out;
+    EXPECT_GT(max(abs(a - plain_out)).item<double>(), 1e-3) << "training output ignores dropout";
+    EXPECT_GT(max(abs(a - b)).item<double>(), 1e-3) << "two training forwards drew the same masks";
+    sum(a).backward();
+    EXPECT_TRUE(isfinite(xg.grad()).all().item<bool>()) << "input gradient through dropout";
+  }
+}
+
 // ---- PyTorch's results --------------------------------------------------------------------------------------
 
 Tensor golden_tensor(const nlohmann::json& j) {
@@ -565,9 +884,8 @@ Tensor golden_tensor(const nlohmann::json& j) {
   return from_vector(v, j["shape"].get<Shape>());
 }
 
-TEST(RnnGolden, MatchesPyTorch) {
-  const nlohmann::json golden = testing::read_golden("rnn_golden.json");
-  MINIDL_REQUIRE_GOLDEN_FILE(golden, "rnn_golden.json", "gen_rnn_golden.py");
+/// Every case of PyTorch's results, run in float64 on `device` (the GPU: the sequence layers through cuDNN).
+void check_golden(const nlohmann::json& golden, Device device) {
   for (const auto& cs : golden["cases"]) {
     const std::string module = cs["module"], name = cs["name"];
     SCOPED_TRACE(name);
@@ -607,9 +925,11 @@ TEST(RnnGolden, MatchesPyTorch) {
         p.copy_(golden_tensor(cs["params"][n]));
       }
     }
-    const Tensor x = golden_tensor(cs["input"]).requires_grad_(true);
-    const Tensor h0 = cs.contains("h0") ? golden_tensor(cs["h0"]).requires_grad_(true) : Tensor();
-    const Tensor c0 = cs.contains("c0") ? golden_tensor(cs["c0"]).requires_grad_(true) : Tensor();
+    m->to(device);
+    const auto leaf = [&](const char* key) { return golden_tensor(cs[key]).to(device).requires_grad_(true); };
+    const Tensor x = leaf("input");
+    const Tensor h0 = cs.contains("h0") ? leaf("h0") : Tensor();
+    const Tensor c0 = cs.contains("c0") ? leaf("c0") : Tensor();
     Result r;
     if (cell) {
       if (k == Kind::LSTM) {
@@ -626,14 +946,14 @@ TEST(RnnGolden, MatchesPyTorch) {
     }
     const double tol = 1e-10;
     expect_close(r.out, golden_tensor(cs["output"]), tol, tol, "output");
-    Tensor loss = sum(r.out * golden_tensor(cs["grad_output"]));
+    Tensor loss = sum(r.out * golden_tensor(cs["grad_output"]).to(device));
     if (r.h.defined()) {
       expect_close(r.h, golden_tensor(cs["h_n"]), tol, tol, "h_n");
-      loss = loss + sum(r.h * golden_tensor(cs["grad_h_n"]));
+      loss = loss + sum(r.h * golden_tensor(cs["grad_h_n"]).to(device));
     }
     if (r.c.defined()) {
       expect_close(r.c, golden_tensor(cs["c_n"]), tol, tol, "c_n");
-      loss = loss + sum(r.c * golden_tensor(cs["grad_c_n"]));
+      loss = loss + sum(r.c * golden_tensor(cs["grad_c_n"]).to(device));
     }
     loss.backward();
     expect_close(x.grad(), golden_tensor(cs["grad_input"]), tol, tol, "input grad");
@@ -643,6 +963,20 @@ TEST(RnnGolden, MatchesPyTorch) {
       expect_close(p.grad(), golden_tensor(cs["grad_params"][n]), tol, tol, n + " grad");
     }
   }
+}
+
+TEST(RnnGolden, MatchesPyTorch) {
+  const nlohmann::json golden = testing::read_golden("rnn_golden.json");
+  MINIDL_REQUIRE_GOLDEN_FILE(golden, "rnn_golden.json", "gen_rnn_golden.py");
+  check_golden(golden, Device(kCPU));
+}
+
+TEST(RnnGolden, CudnnMatchesPyTorch) {
+  MINIDL_REQUIRE_GPU();
+  const nlohmann::json golden = testing::read_golden("rnn_golden.json");
+  MINIDL_REQUIRE_GOLDEN_FILE(golden, "rnn_golden.json", "gen_rnn_golden.py");
+  const CudnnRnnScope scope;
+  check_golden(golden, Device(kCUDA, 0));
 }
 
 }  // namespace

@@ -1,14 +1,34 @@
-// nn::RNN, LSTM, GRU and their cells (minidl/nn/modules/rnn.h): per layer and direction, the input projection of
-// the whole sequence as one matmul (functional::linear over (T, B, input)), then the recurrence op of
-// layers/rnn.h; bidirectional layers concatenate the two directions' outputs along the features.
+// nn::RNN, LSTM, GRU and their cells (minidl/nn/modules/rnn.h). On the GPU (cuda::cudnn_rnn_enabled()) the
+// sequence layers run the whole network as one cuDNN op (layers/rnn_cudnn.h) over a flat weight space that the
+// parameters view (flatten_parameters). Otherwise, per layer and direction, the input projection of the whole
+// sequence as one matmul (functional::linear over (T, B, input)), then the recurrence op of layers/rnn.h;
+// bidirectional layers concatenate the two directions' outputs along the features.
 #include "minidl/nn/modules/rnn.h"
 
+#include <atomic>
 #include <cmath>
 
+#include "core/env_switch.h"
+#include "core/tensor_impl.h"
 #include "layers/rnn.h"
+#include "minidl/config.h"
+#include "minidl/cuda.h"
 #include "minidl/joining.h"
 #include "minidl/nn/init.h"
 #include "ops/op_utils.h"
+#if MINIDL_CUDA_ENABLED
+#include "layers/rnn_cudnn.h"
+#endif
+
+namespace minidl {
+namespace {
+std::atomic<bool> g_cudnn_rnn{env_switch("MINIDL_RNN_CUDNN", true)};
+}  // namespace
+
+void cuda::set_cudnn_rnn_enabled(bool enabled) { g_cudnn_rnn = enabled; }
+bool cuda::cudnn_rnn_enabled() { return g_cudnn_rnn; }
+
+}  // namespace minidl
 
 namespace minidl {
 namespace nn {
@@ -57,6 +77,43 @@ void check_state(const std::string& name, const char* what, const Tensor& s, con
                ", found ", shape_str(s.sizes()), " (input shape ", shape_str(input.sizes()), ")");
   ops::check_same(input, s, (name + " " + what).c_str());
 }
+
+#if MINIDL_CUDA_ENABLED
+/// cuDNN's description of a layer with options `o` in `dtype` (dropout as configured; the op drops it outside
+/// training).
+gpu::CudnnRnnDesc cudnn_desc(detail::RNNMode mode, const RNNOptionsBase& o, DType dtype) {
+  gpu::CudnnRnnDesc d;
+  d.mode = kernel_mode(mode);
+  d.double_precision = dtype == kFloat64;
+  d.input_size = o.input_size();
+  d.hidden_size = o.hidden_size();
+  d.num_layers = o.num_layers();
+  d.bidirectional = o.bidirectional();
+  d.bias = o.bias();
+  d.dropout = o.dropout();
+  d.allow_tf32 = cuda::allow_tf32_conv();
+  return d;
+}
+
+/// The cuDNN weight layout for parameters like `w` (on the GPU, float32 or float64, cuDNN's path on), or null.
+const gpu::CudnnRnnWeightLayout* cudnn_layout(detail::RNNMode mode, const RNNOptionsBase& o, const Tensor& w) {
+  if (!cuda::cudnn_rnn_enabled() || !w.device().is_cuda() || (w.dtype() != kFloat32 && w.dtype() != kFloat64)) {
+    return nullptr;
+  }
+  return layers::cudnn_rnn_layout(cudnn_desc(mode, o, w.dtype()), w.device());
+}
+
+/// Gives `param` the data of `view` in place (storage, offset, strides), so every handle to it sees the new data.
+void rebind(const Tensor& param, const Tensor& view) {
+  TensorImpl* p = param.unsafe_impl();
+  const TensorImpl* v = view.unsafe_impl();
+  p->storage = v->storage;
+  p->byte_offset = v->byte_offset;
+  p->strides = v->strides;
+  p->contiguous = v->contiguous;
+  p->dtype = v->dtype;
+}
+#endif
 
 RNNOptionsBase base_options(i64 in, i64 hidden, i64 layers, bool bias, bool batch_first, double dropout, bool bidir) {
   return RNNOptionsBase(in, hidden)
@@ -108,6 +165,91 @@ std::vector<Tensor> RNNImplBase::all_weights() const {
   return out;
 }
 
+void RNNImplBase::flatten_parameters() {
+  flat_weights_ = Tensor();
+  flat_offsets_.clear();
+#if MINIDL_CUDA_ENABLED
+  const Tensor& first = flat_[0][0];
+  for (const Tensor& w : all_weights()) {
+    if (w.device() != first.device() || w.dtype() != first.dtype()) return;
+  }
+  const gpu::CudnnRnnWeightLayout* layout = cudnn_layout(mode_, options_base, first);
+  if (layout == nullptr) return;
+  MINIDL_CHECK(!cuda::is_capturing(), ValueError, name(),
+               ": its parameters must be made views of cuDNN's flat weights (flatten_parameters()), which copies "
+               "them, and that cannot be captured in a CUDA graph; run one forward, or call flatten_parameters(), "
+               "before the capture");
+  NoGradGuard no_grad;
+  Tensor flat = zeros({layout->numel}, TensorOptions(first.dtype()).device(first.device()));
+  for (std::size_t p = 0; p < flat_.size(); ++p) {
+    for (std::size_t k = 0; k < 4; ++k) {
+      const Tensor& w = flat_[p][k];
+      if (!w.defined()) continue;
+      Tensor block = flat.narrow(0, layout->offsets[4 * p + k], w.numel()).view(w.sizes());
+      block.copy_(w.detach());
+      rebind(w, block);
+    }
+  }
+  flat_weights_ = flat;
+  flat_offsets_ = layout->offsets;
+#endif
+}
+
+bool RNNImplBase::weights_are_flat() const {
+  if (!flat_weights_.defined()) return false;
+  const TensorImpl* f = flat_weights_.unsafe_impl();
+  const std::size_t esize = element_size(f->dtype);
+  for (std::size_t p = 0; p < flat_.size(); ++p) {
+    for (std::size_t k = 0; k < 4; ++k) {
+      const Tensor& w = flat_[p][k];
+      if (!w.defined()) continue;
+      const TensorImpl* i = w.unsafe_impl();
+      const std::size_t at = f->byte_offset + static_cast<std::size_t>(flat_offsets_[4 * p + k]) * esize;
+      if (i->storage != f->storage || i->byte_offset != at || !i->contiguous || i->dtype != f->dtype) return false;
+    }
+  }
+  return true;
+}
+
+void RNNImplBase::to(Device device) {
+  Module::to(device);
+  flatten_parameters();
+}
+
+void RNNImplBase::to(DType dtype) {
+  Module::to(dtype);
+  flatten_parameters();
+}
+
+std::tuple<Tensor, Tensor, Tensor> RNNImplBase::run_cudnn(const Tensor& x, const Tensor& h0, const Tensor& c0) {
+#if MINIDL_CUDA_ENABLED
+  const RNNOptionsBase& o = options_base;
+  const i64 T = x.size(0), B = x.size(1), H = o.hidden_size(), D = o.bidirectional() ? 2 : 1, L = o.num_layers();
+  std::vector<Tensor> params;
+  std::vector<i64> offsets;
+  for (std::size_t p = 0; p < flat_.size(); ++p) {
+    for (std::size_t k = 0; k < 4; ++k) {
+      if (!flat_[p][k].defined()) continue;
+      params.push_back(flat_[p][k]);
+      offsets.push_back(flat_offsets_[4 * p + k]);
+    }
+  }
+  const std::string n = name();
+  const Tensor all =
+      layers::rnn_cudnn(cudnn_desc(mode_, o, x.dtype()), x.contiguous(), h0.defined() ? h0.contiguous() : h0,
+                        c0.defined() ? c0.contiguous() : c0, flat_weights_, params, offsets, is_training(), n.c_str());
+  const i64 ny = T * B * D * H, ns = L * D * B * H;
+  const Shape state{L * D, B, H};
+  return {all.narrow(0, 0, ny).view({T, B, D * H}), all.narrow(0, ny, ns).view(state),
+          mode_ == RNNMode::LSTM ? all.narrow(0, ny + ns, ns).view(state) : Tensor()};
+#else
+  (void)x;
+  (void)h0;
+  (void)c0;
+  throw ValueError(name() + ": internal error, the cuDNN path in a build without CUDA");
+#endif
+}
+
 void RNNImplBase::pretty_print(std::ostream& os) const {
   const RNNOptionsBase& o = options_base;
   os << name() << "(input_size=" << o.input_size() << ", hidden_size=" << o.hidden_size()
@@ -137,6 +279,36 @@ std::tuple<Tensor, Tensor, Tensor> RNNImplBase::run(const Tensor& input, const T
   const Tensor h0 = hx.defined() && !batched ? hx.unsqueeze(1) : hx;
   const Tensor c0 = cx.defined() && !batched ? cx.unsqueeze(1) : cx;
 
+  Tensor y, h_n, c_n;
+  if (cudnn_route(x)) {
+    std::tie(y, h_n, c_n) = run_cudnn(x, h0, c0);
+  } else {
+    std::tie(y, h_n, c_n) = run_own(x, h0, c0);
+  }
+  if (!batched) {
+    h_n = h_n.squeeze(1);
+    if (lstm) c_n = c_n.squeeze(1);
+  }
+  return {!batched ? y.squeeze(1) : o.batch_first() ? y.transpose(0, 1) : y, h_n, c_n};
+}
+
+bool RNNImplBase::cudnn_route(const Tensor& x) {
+#if MINIDL_CUDA_ENABLED
+  // cuDNN takes no empty batch: the own kernels run that one.
+  if (x.size(1) == 0 || cudnn_layout(mode_, options_base, flat_[0][0]) == nullptr) return false;
+  if (!weights_are_flat()) flatten_parameters();
+  return weights_are_flat();
+#else
+  (void)x;
+  return false;
+#endif
+}
+
+std::tuple<Tensor, Tensor, Tensor> RNNImplBase::run_own(const Tensor& x, const Tensor& h0, const Tensor& c0) {
+  const std::string n = name();
+  const RNNOptionsBase& o = options_base;
+  const bool lstm = mode_ == RNNMode::LSTM;
+  const i64 T = x.size(0), D = o.bidirectional() ? 2 : 1, L = o.num_layers();
   std::vector<Tensor> hn, cn;
   Tensor layer_in = x;
   for (i64 l = 0; l < L; ++l) {
@@ -156,13 +328,7 @@ std::tuple<Tensor, Tensor, Tensor> RNNImplBase::run(const Tensor& input, const T
     layer_in = D == 2 ? cat(outs, 2) : outs[0];
     if (o.dropout() > 0.0 && is_training() && l + 1 < L) layer_in = F::dropout(layer_in, o.dropout(), true);
   }
-  Tensor out = !batched ? layer_in.squeeze(1) : o.batch_first() ? layer_in.transpose(0, 1) : layer_in;
-  Tensor h_n = stack(hn, 0), c_n = lstm ? stack(cn, 0) : Tensor();
-  if (!batched) {
-    h_n = h_n.squeeze(1);
-    if (lstm) c_n = c_n.squeeze(1);
-  }
-  return {out, h_n, c_n};
+  return {layer_in, stack(hn, 0), lstm ? stack(cn, 0) : Tensor()};
 }
 
 RNNCellImplBase::RNNCellImplBase(std::string name, RNNMode mode, i64 input_size, i64 hidden_size, bool bias)

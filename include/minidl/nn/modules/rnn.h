@@ -3,7 +3,8 @@
 // nn::LSTM, nn::GRU over whole sequences (num_layers, bidirectional, batch_first, inter-layer dropout) and the
 // single-step nn::RNNCell, nn::LSTMCell, nn::GRUCell. Parameters carry PyTorch's names (weight_ih_l0,
 // weight_hh_l0, bias_ih_l0, bias_hh_l0, ..._reverse; the cells' weight_ih, ...) and gate order (LSTM i, f, g, o;
-// GRU r, z, n), so state dicts move between the two. Not supported: LSTM's proj_size, PackedSequence input.
+// GRU r, z, n), so state dicts move between the two. On the GPU the sequence layers run through cuDNN, their
+// parameters views of its flat weights (flatten_parameters). Not supported: LSTM's proj_size, PackedSequence input.
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -108,6 +109,14 @@ class RNNImplBase : public Module {
   void pretty_print(std::ostream& os) const override;
   /// The parameters in PyTorch's order: per layer and direction weight_ih, weight_hh, bias_ih, bias_hh.
   std::vector<Tensor> all_weights() const;
+  /// On the GPU with cuDNN's path on (cuda::cudnn_rnn_enabled(), float32/float64): makes the parameters views of
+  /// one flat buffer laid out as cuDNN's weight space, their values kept, as PyTorch's flatten_parameters(); the
+  /// Tensor handles stay the same (an optimizer built before keeps working). Elsewhere it releases that buffer.
+  /// to() calls it, and a forward on the GPU calls it when the parameters are no longer those views (after a
+  /// parent module's to(), or a parameter given new storage); inside a CUDA-graph capture that is an error.
+  void flatten_parameters();
+  void to(Device device) override;
+  void to(DType dtype) override;
   RNNOptionsBase options_base;
 
  protected:
@@ -116,6 +125,20 @@ class RNNImplBase : public Module {
   RNNMode mode_;
   /// Per layer and direction: weight_ih, weight_hh, bias_ih, bias_hh (the biases undefined without bias).
   std::vector<std::vector<Tensor>> flat_;
+
+ private:
+  /// Whether every parameter is still its block of flat_weights_.
+  bool weights_are_flat() const;
+  /// Whether x (T, B, input_size) runs through cuDNN (re-flattening the parameters if they are no longer views).
+  bool cudnn_route(const Tensor& x);
+  /// The own kernels' layers, x (T, B, input_size); returns (output (T, B, D * hidden), h_n, c_n).
+  std::tuple<Tensor, Tensor, Tensor> run_own(const Tensor& x, const Tensor& h0, const Tensor& c0);
+  /// The whole network through cuDNN, as run_own.
+  std::tuple<Tensor, Tensor, Tensor> run_cudnn(const Tensor& x, const Tensor& h0, const Tensor& c0);
+  /// cuDNN's flat weight space that the parameters view (undefined off the cuDNN path), and per layer and
+  /// direction the element offsets of weight_ih, weight_hh, bias_ih, bias_hh in it (-1 without bias).
+  Tensor flat_weights_;
+  std::vector<std::int64_t> flat_offsets_;
 };
 
 /// The cells' shared body.
@@ -200,5 +223,14 @@ class GRUCellImpl : public detail::RNNCellImplBase {
 MINIDL_MODULE(GRUCell);
 
 }  // namespace nn
+
+namespace cuda {
+/// Whether nn::RNN / LSTM / GRU on the GPU run through cuDNN's RNN API (on by default; off under the environment
+/// variable MINIDL_RNN_CUDNN=0), else through minidl's own recurrence kernels, as on the CPU. Process-wide; read
+/// at each forward. float32 on cuDNN's path follows allow_tf32_conv() (cuDNN's TF32 switch, as PyTorch's
+/// torch.backends.cudnn.allow_tf32), the own kernels allow_tf32_matmul().
+void set_cudnn_rnn_enabled(bool enabled);
+bool cudnn_rnn_enabled();
+}  // namespace cuda
 }  // namespace minidl
 

@@ -6,12 +6,14 @@
 // step captured in a CUDA graph against the eager steps, overflow included.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "golden_file.h"
 #include "kernels/backend.h"
 #include "kernels/grad_scaler.h"
 #include "minidl/minidl.h"
@@ -54,8 +56,8 @@ std::vector<Batch> make_batches(int count, Device device = Device(kCPU)) {
   manual_seed(11);
   std::vector<Batch> batches;
   for (int i = 0; i < count; ++i) {
-    batches.push_back({testing::random_tensor({8, 5}, kFloat32).to(device),
-                       testing::random_tensor({8, 3}, kFloat32).to(device)});
+    batches.push_back(
+        {testing::random_tensor({8, 5}, kFloat32).to(device), testing::random_tensor({8, 3}, kFloat32).to(device)});
   }
   return batches;
 }
@@ -148,8 +150,8 @@ INSTANTIATE_TEST_SUITE_P(Optimizers, GradScalerOverflow,
 TEST(GradScaler, CleanStepsGrowTheScaleAfterGrowthInterval) {
   std::vector<Tensor> params = make_params();
   optim::SGD opt(params, optim::SGDOptions(0.01));
-  amp::GradScaler scaler(amp::GradScalerOptions().init_scale(8.0).growth_interval(3).growth_factor(4.0)
-                             .backoff_factor(0.25));
+  amp::GradScaler scaler(
+      amp::GradScalerOptions().init_scale(8.0).growth_interval(3).growth_factor(4.0).backoff_factor(0.25));
   EXPECT_EQ(scaler.get_scale(), 8.0) << "init_scale before the first scale()";
   const std::vector<Batch> batches = make_batches(1);
   const std::vector<double> expected = {8, 8, 32, 32, 32, 128, 32, 32, 32, 128};
@@ -223,8 +225,8 @@ TEST(GradScaler, TrainingAgreesWithUnscaledTrainingWhenNothingOverflows) {
   const auto scaled = train(true, kFloat16, 5), plain = train(false, kFloat16, 5);
   for (std::size_t p = 0; p < plain.size(); ++p) {
     for (std::size_t i = 0; i < plain[p].size(); ++i) {
-      EXPECT_NEAR(scaled[p][i], plain[p][i], 2e-3 + 1e-3 * std::fabs(plain[p][i])) << "parameter " << p << "[" << i
-                                                                                    << "]";
+      EXPECT_NEAR(scaled[p][i], plain[p][i], 2e-3 + 1e-3 * std::fabs(plain[p][i]))
+          << "parameter " << p << "[" << i << "]";
     }
   }
 }
@@ -314,15 +316,75 @@ TEST(GradScaler, NonContiguousAndMissingGradients) {
   EXPECT_EQ(scaler.get_scale(), 4.0);
 }
 
+// ---- against PyTorch (tests/golden/gen_grad_scaler_golden.py) ---------------------------------------------------
+
+Tensor golden_tensor(const nlohmann::json& values, const Shape& shape) {
+  std::vector<float> v;
+  for (const auto& row : values) {
+    if (row.is_array()) {
+      for (const auto& x : row) v.push_back(static_cast<float>(testing::golden_number(x)));
+    } else {
+      v.push_back(static_cast<float>(testing::golden_number(row)));
+    }
+  }
+  return from_vector(v, shape);
+}
+
+TEST(GradScalerGolden, StepsMatchPyTorch) {
+  const nlohmann::json golden = testing::read_golden("grad_scaler_golden.json");
+  MINIDL_REQUIRE_GOLDEN_FILE(golden, "grad_scaler_golden.json", "gen_grad_scaler_golden.py");
+  for (const auto& c : golden["cases"]) {
+    const std::string name = c["name"];
+    SCOPED_TRACE(name);
+    Tensor w = golden_tensor(c["w"], {3, 5}).requires_grad_(true), b = golden_tensor(c["b"], {3}).requires_grad_(true);
+    std::unique_ptr<optim::Optimizer> opt;
+    const std::string kind = c["optimizer"];
+    if (kind == "SGD")
+      opt = std::make_unique<optim::SGD>(std::vector<Tensor>{w, b}, optim::SGDOptions(0.05).momentum(0.9));
+    if (kind == "Adam") opt = std::make_unique<optim::Adam>(std::vector<Tensor>{w, b}, optim::AdamOptions(0.01));
+    if (kind == "AdamW") {
+      opt = std::make_unique<optim::AdamW>(std::vector<Tensor>{w, b},
+                                           optim::AdamWOptions(0.01).weight_decay(0.1).amsgrad(true));
+    }
+    ASSERT_NE(opt, nullptr) << kind;
+    const auto& o = c["options"];
+    amp::GradScaler scaler(amp::GradScalerOptions()
+                               .init_scale(o["init_scale"])
+                               .growth_factor(o["growth_factor"])
+                               .backoff_factor(o["backoff_factor"])
+                               .growth_interval(o["growth_interval"]));
+    const std::vector<int> unscale_steps = c["unscale_steps"];
+    for (std::size_t step = 0; step < c["batches"].size(); ++step) {
+      SCOPED_TRACE("step " + std::to_string(step));
+      const auto& batch = c["batches"][step];
+      opt->zero_grad();
+      const Tensor x = golden_tensor(batch["x"], {8, 5}), y = golden_tensor(batch["y"], {8, 3});
+      scaler.scale((matmul(x, w.t()) + b - y).pow(2).mean()).backward();
+      const std::string key = std::to_string(step);
+      if (c["poison"].contains(key)) {
+        poison({w, b}, c["poison"][key][0].get<std::size_t>(), testing::golden_number(c["poison"][key][1]));
+      }
+      if (std::find(unscale_steps.begin(), unscale_steps.end(), static_cast<int>(step)) != unscale_steps.end()) {
+        scaler.unscale_(*opt);
+        nn::utils::clip_grad_norm_({w, b}, 1.0);
+      }
+      scaler.step(*opt);
+      scaler.update();
+      EXPECT_EQ(scaler.get_scale(), c["scales"][step].get<double>());
+      expect_close(w, golden_tensor(c["w_after"][step], {3, 5}), 1e-5, 1e-6, "w");
+      expect_close(b, golden_tensor(c["b_after"][step], {3}), 1e-5, 1e-6, "b");
+    }
+  }
+}
+
 // ---- the kernels ---------------------------------------------------------------------------------------------
 
 /// Gradients of every dtype the check takes, with `bad` (or nothing, when 0) at element `at` of the third.
 std::vector<Tensor> kernel_grads(double bad, std::int64_t at) {
-  std::vector<Tensor> grads = {testing::random_tensor({37}, kFloat32, false, -8, 8),
-                               testing::random_tensor({5, 9}, kFloat64, false, -8, 8),
-                               testing::random_tensor({1000}, kFloat32, false, -8, 8).to(kBFloat16),
-                               testing::random_tensor({19}, kFloat32, false, -8, 8).to(kFloat16),
-                               empty({0}, TensorOptions(kFloat32))};
+  std::vector<Tensor> grads = {
+      testing::random_tensor({37}, kFloat32, false, -8, 8), testing::random_tensor({5, 9}, kFloat64, false, -8, 8),
+      testing::random_tensor({1000}, kFloat32, false, -8, 8).to(kBFloat16),
+      testing::random_tensor({19}, kFloat32, false, -8, 8).to(kFloat16), empty({0}, TensorOptions(kFloat32))};
   if (bad != 0.0 || std::isnan(bad)) grads[2].narrow(0, at, 1).fill_(bad);
   return grads;
 }
@@ -555,8 +617,8 @@ TEST(GradScaler, Float16GradientsAndBadStateAreRefused) {
   EXPECT_ERROR(ValueError, scaler.load_state_dict(state), "_growth_tracker");
   EXPECT_EQ(scaler.get_growth_factor(), 2.0) << "a refused state changes nothing";
 
-  EXPECT_ERROR(TypeError, opt.scaled_step(Tensor(), full({}, 0.0, TensorOptions(kFloat64))), "scaled_step",
-               "found_inf", "float32");
+  EXPECT_ERROR(TypeError, opt.scaled_step(Tensor(), full({}, 0.0, TensorOptions(kFloat64))), "scaled_step", "found_inf",
+               "float32");
   EXPECT_ERROR(ValueError, opt.scaled_step(Tensor(), Tensor()), "scaled_step", "found_inf", "undefined");
 }
 

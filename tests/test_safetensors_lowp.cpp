@@ -72,10 +72,29 @@ std::vector<std::uint16_t> every_pattern() {
 /// a fixed formula (no random draws, so the file's content is a function of this code alone).
 Tensor source_values() {
   const float inf = std::numeric_limits<float>::infinity();
-  std::vector<float> v = {0.0f, -0.0f, inf, -inf, std::numeric_limits<float>::quiet_NaN(), 1.0f, -1.0f, 65504.0f,
-                          65519.99f, 65520.0f, -65520.0f, 6.103515625e-05f, 5.960464477539063e-08f, 2.98e-08f,
-                          2.9802322387695312e-08f, 1e-45f, 1.17549435e-38f, 3.3895313892515355e+38f,
-                          std::numeric_limits<float>::max(), 1.00390625f, 1.001953125f, 1.0009765625f, 0.1f,
+  std::vector<float> v = {0.0f,
+                          -0.0f,
+                          inf,
+                          -inf,
+                          std::numeric_limits<float>::quiet_NaN(),
+                          1.0f,
+                          -1.0f,
+                          65504.0f,
+                          65519.99f,
+                          65520.0f,
+                          -65520.0f,
+                          6.103515625e-05f,
+                          5.960464477539063e-08f,
+                          2.98e-08f,
+                          2.9802322387695312e-08f,
+                          1e-45f,
+                          1.17549435e-38f,
+                          3.3895313892515355e+38f,
+                          std::numeric_limits<float>::max(),
+                          1.00390625f,
+                          1.001953125f,
+                          1.0009765625f,
+                          0.1f,
                           -0.3333333f};
   for (int i = 0; i < 400; ++i) {
     const double mantissa = 1.0 + static_cast<double>((i * 7919) % 1000) / 1000.0;
@@ -122,7 +141,7 @@ TEST(SafetensorsLowp, ModuleRoundTripKeepsEveryBit) {
   LowpNet saved(true), loaded(false);
   io::save(saved, path);
   const io::SafetensorsContents contents = io::read_safetensors(path);
-  const std::map<std::string, std::string> dtypes = {{"w_bf16", "BF16"},    {"w_f16", "F16"},   {"s_bf16", "BF16"},
+  const std::map<std::string, std::string> dtypes = {{"w_bf16", "BF16"},   {"w_f16", "F16"},     {"s_bf16", "BF16"},
                                                      {"empty_f16", "F16"}, {"all_bf16", "BF16"}, {"all_f16", "F16"}};
   ASSERT_EQ(contents.tensors.size(), dtypes.size());
   for (const io::TensorRecord& r : contents.tensors) EXPECT_EQ(r.dtype, dtypes.at(r.name)) << r.name;
@@ -200,19 +219,18 @@ TEST(SafetensorsLowp, WritesAFileTorchLoads) {
   const std::string path = out != nullptr ? std::string(out) : dir.file("lowp_minidl.safetensors");
   const Tensor src = source_values();
   const Tensor u = uniform({3, 5}, -4, 4, TensorOptions(kFloat32));  // written through transposed views
-  const std::map<std::string, Tensor> tensors = {
-      {"f32_source", src},
-      {"bf16", src.to(kBFloat16)},
-      {"f16", src.to(kFloat16)},
-      {"bf16_bits", from_bits(every_pattern(), kBFloat16)},
-      {"f16_bits", from_bits(every_pattern(), kFloat16)},
-      {"t_source", u.t()},
-      {"bf16_t", u.to(kBFloat16).t()},
-      {"f16_t", u.to(kFloat16).t()},
-      {"bf16_scalar", full({}, -2.5, TensorOptions(kBFloat16))},
-      {"f16_scalar", full({}, 0.5, TensorOptions(kFloat16))},
-      {"bf16_empty", empty({0, 3}, TensorOptions(kBFloat16))},
-      {"f16_empty", empty({2, 0}, TensorOptions(kFloat16))}};
+  const std::map<std::string, Tensor> tensors = {{"f32_source", src},
+                                                 {"bf16", src.to(kBFloat16)},
+                                                 {"f16", src.to(kFloat16)},
+                                                 {"bf16_bits", from_bits(every_pattern(), kBFloat16)},
+                                                 {"f16_bits", from_bits(every_pattern(), kFloat16)},
+                                                 {"t_source", u.t()},
+                                                 {"bf16_t", u.to(kBFloat16).t()},
+                                                 {"f16_t", u.to(kFloat16).t()},
+                                                 {"bf16_scalar", full({}, -2.5, TensorOptions(kBFloat16))},
+                                                 {"f16_scalar", full({}, 0.5, TensorOptions(kFloat16))},
+                                                 {"bf16_empty", empty({0, 3}, TensorOptions(kBFloat16))},
+                                                 {"f16_empty", empty({2, 0}, TensorOptions(kFloat16))}};
   io::save_state_dict(tensors, path, {{"writer", "minidl"}});
   const auto back = read_tensors(path);
   ASSERT_EQ(back.size(), tensors.size());

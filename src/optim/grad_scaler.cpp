@@ -25,13 +25,12 @@ void check_backoff_factor(double f) {
 }
 
 void check_growth_interval(std::int64_t n) {
-  MINIDL_CHECK(n >= 1 && n <= 2147483647, ValueError, "GradScaler: growth_interval must be in [1, 2^31), found ",
-               n);
+  MINIDL_CHECK(n >= 1 && n <= 2147483647, ValueError, "GradScaler: growth_interval must be in [1, 2^31), found ", n);
 }
 
 void check_scale_value(const char* call, double s) {
-  MINIDL_CHECK(std::isfinite(s) && s > 0.0, ValueError, "GradScaler ", call, ": the scale must be finite and > 0, "
-               "found ", s);
+  MINIDL_CHECK(std::isfinite(s) && s > 0.0, ValueError, "GradScaler ", call, ": the scale must be finite and > 0, found ",
+               s);
 }
 
 /// The value of a one-element tensor as double.
@@ -40,11 +39,8 @@ double value_of(const Tensor& t) { return t.detach().cpu().to(kFloat64).item<dou
 }  // namespace
 
 GradScaler::GradScaler(GradScalerOptions options)
-    : enabled_(options.enabled()),
-      init_scale_(options.init_scale()),
-      growth_factor_(options.growth_factor()),
-      backoff_factor_(options.backoff_factor()),
-      growth_interval_(options.growth_interval()) {
+    : enabled_(options.enabled()), init_scale_(options.init_scale()), growth_factor_(options.growth_factor()),
+      backoff_factor_(options.backoff_factor()), growth_interval_(options.growth_interval()) {
   check_scale_value("init_scale", init_scale_);
   check_growth_factor(growth_factor_);
   check_backoff_factor(backoff_factor_);
@@ -59,7 +55,8 @@ Tensor GradScaler::scale(const Tensor& outputs) {
   if (!scale_.defined()) {
     NoGradGuard no_grad;
     scale_ = full({}, init_scale_, TensorOptions(kFloat32).device(outputs.device()));
-    growth_tracker_ = full({}, static_cast<double>(init_growth_tracker_), TensorOptions(kInt32).device(outputs.device()));
+    growth_tracker_ =
+        full({}, static_cast<double>(init_growth_tracker_), TensorOptions(kInt32).device(outputs.device()));
   }
   return outputs * (scale_.device() == outputs.device() ? scale_ : scale_.to(outputs.device()));
 }
@@ -72,7 +69,8 @@ std::vector<Tensor> GradScaler::scale(const std::vector<Tensor>& outputs) {
 }
 
 void GradScaler::require_scale(const char* call) const {
-  MINIDL_CHECK(scale_.defined(), ValueError, "GradScaler ", call, ": no scale yet; call scale(loss) and backward "
+  MINIDL_CHECK(scale_.defined(), ValueError, "GradScaler ", call,
+               ": no scale yet; call scale(loss) and backward "
                "through it earlier in the iteration");
 }
 
@@ -84,8 +82,8 @@ void GradScaler::check_gradients(optim::Optimizer& optimizer, OptimizerState& st
   for (std::size_t i = 0; i < params.size(); ++i) {
     const Tensor g = params[i].grad();
     if (!g.defined()) continue;
-    MINIDL_CHECK(!unscale || g.dtype() != kFloat16, ValueError, "GradScaler ", call, ": the gradient of parameter ",
-                 i, " is float16; attempting to unscale FP16 gradients (keep the parameters float32)");
+    MINIDL_CHECK(!unscale || g.dtype() != kFloat16, ValueError, "GradScaler ", call, ": the gradient of parameter ", i,
+                 " is float16; attempting to unscale FP16 gradients (keep the parameters float32)");
     MINIDL_CHECK(g.device() == device, ValueError, "GradScaler ", call, ": the gradient of parameter ", i, " is on ",
                  g.device(), ", the scale on ", device);
     grads.push_back(g);
@@ -113,7 +111,8 @@ void GradScaler::unscale_(optim::Optimizer& optimizer) {
   OptimizerState& state = states_[&optimizer];
   MINIDL_CHECK(state.stage != Stage::Unscaled, ValueError,
                "GradScaler unscale_: unscale_() has already been called on this optimizer since the last update()");
-  MINIDL_CHECK(state.stage != Stage::Stepped, ValueError, "GradScaler unscale_: unscale_() is being called after "
+  MINIDL_CHECK(state.stage != Stage::Stepped, ValueError,
+               "GradScaler unscale_: unscale_() is being called after "
                "step(); call update() first");
   check_gradients(optimizer, state, /*unscale=*/true, "unscale_");
   state.stage = Stage::Unscaled;
@@ -131,10 +130,13 @@ void GradScaler::step(optim::Optimizer& optimizer) {
   // Not unscaled yet: check without writing, and let the fused update unscale as it reads (PyTorch's fused Adam).
   const bool unscaled = state.stage == Stage::Unscaled;
   if (!unscaled) check_gradients(optimizer, state, /*unscale=*/false, "step");
-  MINIDL_CHECK(state.checked, ValueError, "GradScaler step: no inf checks were recorded for this optimizer (none of "
+  MINIDL_CHECK(state.checked, ValueError,
+               "GradScaler step: no inf checks were recorded for this optimizer (none of "
                "its parameters has a gradient; backward through scale(loss) first)");
-  MINIDL_CHECK(optimizer.device() == scale_.device(), ValueError, "GradScaler step: the optimizer's parameters are "
-               "on ", optimizer.device(), ", the scale on ", scale_.device());
+  MINIDL_CHECK(optimizer.device() == scale_.device(), ValueError,
+               "GradScaler step: the optimizer's parameters are "
+               "on ",
+               optimizer.device(), ", the scale on ", scale_.device());
   optimizer.scaled_step(unscaled ? Tensor() : scale_, state.found_inf);
   state.stage = Stage::Stepped;
 }
@@ -153,7 +155,8 @@ void GradScaler::update() {
   for (const auto& entry : states_) {
     if (entry.second.checked) flags.push_back(&entry.second.found_inf);
   }
-  MINIDL_CHECK(!flags.empty(), ValueError, "GradScaler update: no inf checks were recorded prior to update() (call "
+  MINIDL_CHECK(!flags.empty(), ValueError,
+               "GradScaler update: no inf checks were recorded prior to update() (call "
                "unscale_ or step with gradients from scale(loss) first, or update(new_scale))");
   NoGradGuard no_grad;
   const Tensor* found = flags[0];
@@ -165,8 +168,8 @@ void GradScaler::update() {
     for (std::size_t k = 1; k < flags.size(); ++k) combined_.add_(*flags[k]);
     found = &combined_;
   }
-  MINIDL_ON_BACKEND(scale_.device(), update_scale(scale_, growth_tracker_, *found, growth_factor_, backoff_factor_,
-                                                  growth_interval_));
+  MINIDL_ON_BACKEND(scale_.device(),
+                    update_scale(scale_, growth_tracker_, *found, growth_factor_, backoff_factor_, growth_interval_));
   ready_optimizers();
 }
 
@@ -184,8 +187,10 @@ void GradScaler::update(const Tensor& new_scale) {
   require_scale("update");
   MINIDL_CHECK(new_scale.defined() && new_scale.numel() == 1 && new_scale.dtype() == kFloat32, ValueError,
                "GradScaler update: new_scale must be a float or a one-element float32 tensor");
-  MINIDL_CHECK(new_scale.device() == scale_.device(), ValueError, "GradScaler update: new_scale must be on the "
-               "scale's device ", scale_.device(), ", found ", new_scale.device());
+  MINIDL_CHECK(new_scale.device() == scale_.device(), ValueError,
+               "GradScaler update: new_scale must be on the "
+               "scale's device ",
+               scale_.device(), ", found ", new_scale.device());
   MINIDL_CHECK(!new_scale.requires_grad(), ValueError, "GradScaler update: new_scale must not require grad");
   NoGradGuard no_grad;
   scale_.copy_(new_scale.reshape({}));
@@ -225,7 +230,8 @@ std::map<std::string, Tensor> GradScaler::state_dict() const {
 
 void GradScaler::load_state_dict(const std::map<std::string, Tensor>& state) {
   if (!enabled_) return;
-  MINIDL_CHECK(!state.empty(), ValueError, "GradScaler load_state_dict: the source state dict is empty, possibly "
+  MINIDL_CHECK(!state.empty(), ValueError,
+               "GradScaler load_state_dict: the source state dict is empty, possibly "
                "because it was saved from a disabled instance of GradScaler");
   auto get = [&](const char* key) {
     const auto it = state.find(key);
@@ -239,8 +245,10 @@ void GradScaler::load_state_dict(const std::map<std::string, Tensor>& state) {
   check_scale_value("load_state_dict", scale);
   check_growth_factor(growth);
   check_backoff_factor(backoff);
-  MINIDL_CHECK(interval == std::floor(interval), ValueError, "GradScaler load_state_dict: 'growth_interval' must be "
-               "a whole number, found ", interval);
+  MINIDL_CHECK(interval == std::floor(interval), ValueError,
+               "GradScaler load_state_dict: 'growth_interval' must be "
+               "a whole number, found ",
+               interval);
   check_growth_interval(static_cast<std::int64_t>(interval));
   MINIDL_CHECK(tracker == std::floor(tracker) && tracker >= 0.0 && tracker <= 2147483647.0, ValueError,
                "GradScaler load_state_dict: '_growth_tracker' must be a whole number in [0, 2^31), found ", tracker);

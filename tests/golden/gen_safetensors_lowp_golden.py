@@ -70,7 +70,7 @@ def save(tensors, path, metadata):
         return
     header, chunks, offset = {"__metadata__": metadata}, [], 0
     for name, t in tensors.items():
-        raw = t.contiguous().view(torch.uint8).numpy().tobytes() if t.numel() else b""
+        raw = t.contiguous().reshape(-1).view(torch.uint8).numpy().tobytes() if t.numel() else b""
         header[name] = {"dtype": NAMES[t.dtype], "shape": list(t.shape), "data_offsets": [offset, offset + len(raw)]}
         chunks.append(raw)
         offset += len(raw)

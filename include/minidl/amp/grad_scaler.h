@@ -35,11 +35,11 @@ namespace amp {
 
 /// torch.amp.GradScaler's constructor arguments, with PyTorch's defaults.
 struct GradScalerOptions {
-  MINIDL_ARG(double, init_scale) = 65536.0;   ///< finite, > 0
-  MINIDL_ARG(double, growth_factor) = 2.0;    ///< > 1
-  MINIDL_ARG(double, backoff_factor) = 0.5;   ///< in (0, 1)
+  MINIDL_ARG(double, init_scale) = 65536.0;          ///< finite, > 0
+  MINIDL_ARG(double, growth_factor) = 2.0;           ///< > 1
+  MINIDL_ARG(double, backoff_factor) = 0.5;          ///< in (0, 1)
   MINIDL_ARG(std::int64_t, growth_interval) = 2000;  ///< clean steps before a growth, >= 1
-  MINIDL_ARG(bool, enabled) = true;           ///< false: every call passes through (scale returns its input)
+  MINIDL_ARG(bool, enabled) = true;                  ///< false: every call passes through (scale returns its input)
 };
 
 class GradScaler {
@@ -101,9 +101,9 @@ class GradScaler {
   double init_scale_, growth_factor_, backoff_factor_;
   std::int64_t growth_interval_;
   std::int64_t init_growth_tracker_ = 0;  // load_state_dict's value before the first scale()
-  Tensor scale_;           // float32 0-d on the device, from the first scale() on
-  Tensor growth_tracker_;  // int32 0-d beside it: clean steps since the last change of the scale
-  Tensor combined_;        // float32 0-d: the sum of the flags when several optimizers step
+  Tensor scale_;                          // float32 0-d on the device, from the first scale() on
+  Tensor growth_tracker_;                 // int32 0-d beside it: clean steps since the last change of the scale
+  Tensor combined_;                       // float32 0-d: the sum of the flags when several optimizers step
   std::map<const optim::Optimizer*, OptimizerState> states_;
 };
 

@@ -126,8 +126,8 @@ def write():
         "f16_scalar": torch.tensor(0.333, dtype=torch.float16),
         "bf16_empty": torch.empty(2, 0, dtype=torch.bfloat16),
         "f16_empty": torch.empty(0, 4, dtype=torch.float16),
-        "bf16_bits": pattern16.view(torch.bfloat16),
-        "f16_bits": pattern16.view(torch.float16),
+        "bf16_bits": pattern16.view(torch.bfloat16).clone(),  # save_file refuses tensors sharing memory
+        "f16_bits": pattern16.view(torch.float16).clone(),
         "matrix_f32": m,
     }
     writer = "safetensors.torch.save_file" if have_safetensors() else "own writer (json + struct)"

@@ -85,6 +85,7 @@ void check_dtype(const std::vector<Tensor>& grads, float* found_inf, const float
 
 void non_finite_check_and_unscale(const std::vector<Tensor>& grads, Tensor& found_inf, const Tensor& scale,
                                   bool unscale) {
+  // A gradient of another dtype is the CPU's TypeError here too (the launches below pick theirs by dtype).
   for (const Tensor& g : grads) kernels::dispatch(kernels::GradScalerTypes{}, g.dtype(), "GradScaler", [](auto) {});
   float* flag = found_inf.data_ptr<float>();
   const float* s = scale.data_ptr<float>();

@@ -8,6 +8,7 @@
 #include <iostream>
 #include <sstream>
 
+#include "minidl/io/safetensors.h"
 #include "test_util.h"
 
 using namespace minidl;
@@ -662,6 +663,43 @@ TEST(ApiExamples, LowPrecisionLayers) {
   EXPECT_EQ(y.dtype(), kBFloat16);
   EXPECT_EQ(h.dtype(), kBFloat16);
   expect_close(h.to(kFloat64), F::layer_norm(y.to(kFloat64).flatten(1), {3600}), 1.6e-2, 1e-5, "layer_norm");
+}
+
+TEST(ApiExamples, GradScaler) {
+  manual_seed(0);
+  Mlp net(10, 32, 3);
+  optim::SGD opt(net->parameters(), optim::SGDOptions(0.05).momentum(0.9));
+  amp::GradScaler scaler;                                // PyTorch's defaults: 2^16, x2 every 2000 clean steps
+  Tensor inputs = randn({64, 10});
+  Tensor labels = argmax(matmul(inputs, randn({10, 3})), 1);
+  for (int step = 0; step < 20; ++step) {
+    opt.zero_grad();
+    Tensor loss = nn::functional::cross_entropy(net(inputs), labels);
+    scaler.scale(loss).backward();                       // the gradients of loss * scale
+    scaler.unscale_(opt);                                // the true gradients, for clipping
+    nn::utils::clip_grad_norm_(net->parameters(), 1.0);
+    scaler.step(opt);                                    // skipped on the device when a gradient is inf or NaN
+    scaler.update();                                     // x0.5 after a skipped step
+  }
+
+  manual_seed(0);  // the same model and data, untrained
+  Mlp untrained(10, 32, 3);
+  Tensor same_inputs = randn({64, 10});
+  EXPECT_TRUE(equal(same_inputs, inputs));
+  EXPECT_LT(nn::functional::cross_entropy(net(inputs), labels).item<float>(),
+            nn::functional::cross_entropy(untrained(inputs), labels).item<float>());
+  EXPECT_EQ(scaler.get_scale(), 65536.0) << "float32 gradients never overflow here";
+}
+
+TEST(ApiExamples, LowPrecisionCheckpoints) {
+  const std::string path = temp_path("lowp_api_example.safetensors");
+  io::save_state_dict({{"weight", randn({4, 4}).to(kBFloat16)}, {"bias", zeros({4}, TensorOptions(kFloat16))}},
+                      path + ".half");                   // dtypes BF16 and F16 in the file
+
+  const io::SafetensorsContents contents = io::read_safetensors(path + ".half");
+  ASSERT_EQ(contents.tensors.size(), 2u);
+  for (const io::TensorRecord& r : contents.tensors) EXPECT_EQ(r.dtype, r.name == "weight" ? "BF16" : "F16");
+  std::filesystem::remove(path + ".half");
 }
 
 TEST(ApiExamples, DocsMatch) {

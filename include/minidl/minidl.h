@@ -21,6 +21,7 @@
 #include "minidl/optim/adamw.h"
 #include "minidl/optim/adadelta.h"
 #include "minidl/optim/schedulers.h"
+#include "minidl/amp/grad_scaler.h"
 #include "minidl/indexing.h"
 #include "minidl/joining.h"
 #include "minidl/data/dataset.h"

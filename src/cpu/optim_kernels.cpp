@@ -5,6 +5,7 @@
 #include <algorithm>
 
 #include "kernels/backend.h"
+#include "kernels/grad_scaler.h"
 
 #include "cpu/cpu_clones.h"
 #include "cpu/parallel.h"
@@ -18,18 +19,22 @@ namespace {
 /// settings out of the loop and vectorise what is left. Through the pointer table alone it keeps a scalar loop;
 /// through a reference to the functor, whose settings any store to p might change as far as it knows, it
 /// reloaded and tested them for every element (a scalar loop as well).
+/// The gradient is read times inv (1 outside amp::GradScaler's steps: exact).
 template <class T, class F>
-MINIDL_CPU_CLONES void update_range(const F update, T* __restrict p, const T* __restrict g, T* __restrict s0,
-                                    T* __restrict s1, T* __restrict s2, std::int64_t begin, std::int64_t end) {
+MINIDL_CPU_CLONES void update_range(const F update, T* __restrict p, const T* __restrict g, const T inv,
+                                    T* __restrict s0, T* __restrict s1, T* __restrict s2, std::int64_t begin,
+                                    std::int64_t end) {
   static_assert(kernels::kMaxOptimStates == 3, "one restrict pointer per state buffer");
   T* const state[kernels::kMaxOptimStates] = {s0, s1, s2};
-  for (std::int64_t i = begin; i < end; ++i) update(i, p, g, state);
+  for (std::int64_t i = begin; i < end; ++i) update(i, p, g[i] * inv, state);
 }
 
 }  // namespace
 
 void optim_step(const kernels::OptimHyper& hyper, const std::vector<kernels::OptimSlot>& slots, Tensor& steps,
-                const Tensor& values, std::int64_t group) {
+                const Tensor& values, std::int64_t group, const kernels::OptimAmp& amp) {
+  if (amp.found_inf != nullptr && *amp.found_inf != 0.0f) return;
+  const float inv = amp.grad_scale != nullptr ? kernels::inv_scale_of(*amp.grad_scale) : 1.0f;
   double* s = steps.data_ptr<double>();
   const double* v = values.data_ptr<double>() + group * kernels::kOptimValues;
   for (const kernels::OptimSlot& slot : slots) {
@@ -47,7 +52,7 @@ void optim_step(const kernels::OptimHyper& hyper, const std::vector<kernels::Opt
           state[k] = slot.state[k].defined() ? slot.state[k].data_ptr<T>() : nullptr;
         }
         parallel_for(slot.param.numel(), F::kCost, [&](std::int64_t begin, std::int64_t end) {
-          update_range(update, p, g, state[0], state[1], state[2], begin, end);
+          update_range(update, p, g, static_cast<T>(inv), state[0], state[1], state[2], begin, end);
         });
       });
     });

@@ -248,7 +248,8 @@ TrainingState load_training_state(const std::string& path) {
     MINIDL_CHECK(starts_with(r.name, kOptimizerPrefix), FormatError, prefix, "tensor ", quoted(r.name),
                  ": expected a name starting with ", quoted(kOptimizerPrefix));
     MINIDL_CHECK(dtype_of_file(r.dtype), FormatError, prefix, "tensor ", quoted(r.name),
-                 " field 'dtype': expected F32, F64 or I64, found ", r.dtype);
+                 " field 'dtype': expected a dtype minidl has (F32, F64, BF16, F16, I64, I32, U8, BOOL), found ",
+                 r.dtype);
     state.optimizer[r.name.substr(kOptimizerPrefix.size())] = from_record(r);
   }
   return state;

@@ -207,10 +207,11 @@
 // captured in a CUDA graph, and replaying it advances the device-side step counters.
 #define MINIDL_OPTIM_KERNELS                                                                                         \
   /* One optimizer step for every slot: increments the slot's step counter steps[index], then updates its */         \
-  /* parameter and state in place with the options values[group * kOptimValues ...] (both float64). On CUDA */     \
+  /* parameter and state in place with the options values[group * kOptimValues ...] (both float64); under */       \
+  /* `amp` (kernels::OptimAmp) it reads unscaled gradients, and does nothing when *amp.found_inf != 0. On CUDA */   \
   /* every tensor is on the current device. */                                                                       \
   void optim_step(const kernels::OptimHyper& hyper, const std::vector<kernels::OptimSlot>& slots, Tensor& steps,     \
-                  const Tensor& values, std::int64_t group);                                                         \
+                  const Tensor& values, std::int64_t group, const kernels::OptimAmp& amp);                           \
   /* dst (float64)[offset + k] = src[k] for k < count. On CUDA: an asynchronous copy, which may read src when */     \
   /* it runs, so src must outlive it (the optimizer passes its own members). */                                      \
   void optim_upload(Tensor& dst, std::int64_t offset, const double* src, std::int64_t count);
@@ -224,6 +225,20 @@
   void grad_norm(const std::vector<Tensor>& grads, const kernels::GradNorm& norm, Tensor& total);                    \
   /* Every gradient *= kernels::clip_coef(max_norm, total) computed in total's dtype, cast to the gradient's. */     \
   void clip_grads_by_norm(const std::vector<Tensor>& grads, const Tensor& total, double max_norm);
+
+// ---- grad_scaler: src/cpu/grad_scaler.cpp, src/cuda/grad_scaler.cu (the formulas: kernels/grad_scaler.h) ------
+// amp::GradScaler's device-side decisions. scale and found_inf are float32 0-d tensors, growth_tracker an int32
+// 0-d tensor, all on the gradients' device. CUDA: one multi-tensor kernel per dtype checks (and unscales) every
+// gradient, and a one-thread kernel updates the scale; nothing is read back (capturable).
+#define MINIDL_GRAD_SCALER_KERNELS                                                                                   \
+  /* PyTorch's _amp_foreach_non_finite_check_and_unscale_: sets found_inf to 1 when any element of the grads */      \
+  /* (contiguous float32, float64, bfloat16 or float16, any mix) is inf or NaN, and leaves it alone otherwise; */    \
+  /* with `unscale`, multiplies every element by kernels::inv_scale_of(scale) in the same pass. */                    \
+  void non_finite_check_and_unscale(const std::vector<Tensor>& grads, Tensor& found_inf, const Tensor& scale,        \
+                                    bool unscale);                                                                   \
+  /* PyTorch's _amp_update_scale_: kernels::update_scale on the scale and the growth tracker in place. */            \
+  void update_scale(Tensor& scale, Tensor& growth_tracker, const Tensor& found_inf, double growth_factor,            \
+                    double backoff_factor, std::int64_t growth_interval);
 
 // ---- conv2d: src/cpu/conv2d.cpp (+ conv2d_winograd.cpp), src/cuda/conv2d.cpp (+ the conv2d_*.cu kernels) ---
 // x N x C x H x W, w K x C/groups x R x S, y N x K x P x Q, bias and dbias K values.
@@ -328,7 +343,7 @@
   MINIDL_SCAN_KERNELS MINIDL_SORT_KERNELS MINIDL_MATMUL_KERNELS MINIDL_SOFTMAX_KERNELS MINIDL_CROSS_ENTROPY_KERNELS  \
   MINIDL_GATHER_KERNELS MINIDL_OPTIM_KERNELS MINIDL_CONV2D_KERNELS MINIDL_POOL2D_KERNELS MINIDL_BATCH_NORM_KERNELS   \
   MINIDL_JOINING_KERNELS MINIDL_TRIANGLE_KERNELS MINIDL_WHERE_KERNELS MINIDL_RNN_KERNELS MINIDL_UPSAMPLE_KERNELS     \
-  MINIDL_CLIP_GRAD_KERNELS MINIDL_NORMALIZATION_KERNELS
+  MINIDL_CLIP_GRAD_KERNELS MINIDL_NORMALIZATION_KERNELS MINIDL_GRAD_SCALER_KERNELS
 
 namespace minidl {
 namespace cpu {
@@ -360,6 +375,7 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
 #undef MINIDL_WHERE_KERNELS
 #undef MINIDL_OPTIM_KERNELS
 #undef MINIDL_CLIP_GRAD_KERNELS
+#undef MINIDL_GRAD_SCALER_KERNELS
 #undef MINIDL_CONV2D_KERNELS
 #undef MINIDL_POOL2D_KERNELS
 #undef MINIDL_BATCH_NORM_KERNELS

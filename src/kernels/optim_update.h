@@ -2,10 +2,11 @@
 // The optimizers' update rules as per-element functors compiled for both host and device, so the CPU and CUDA
 // backends apply exactly the same formula (PyTorch's single-tensor path, operation for operation). A functor is
 // built once per parameter and step from the hyper-parameters, the current learning rate and the parameter's
-// step count (1 on its first update), then called for every element i with the parameter, its gradient and its
-// state buffers. Coefficients are derived in double, as PyTorch's Python scalars are, then rounded to T. The
-// numeric options come as an array of double (OptimValue's layout), the parameter group's block of a device
-// tensor on CUDA, so that a captured step reads the values current at each replay.
+// step count (1 on its first update), then called for every element i with the parameter, the element's
+// gradient (already unscaled under amp::GradScaler) and the state buffers. Coefficients are derived in double,
+// as PyTorch's Python scalars are, then rounded to T. The numeric options come as an array of double
+// (OptimValue's layout), the parameter group's block of a device tensor on CUDA, so that a captured step reads
+// the values current at each replay.
 #include <cstdint>
 
 #include "kernels/dispatch_types.h"
@@ -31,6 +32,14 @@ struct OptimHyper {
 /// Most state buffers any optimizer keeps per parameter (Adam with amsgrad: exp_avg, exp_avg_sq, max_exp_avg_sq).
 constexpr int kMaxOptimStates = 3;
 
+/// amp::GradScaler's part in a step (PyTorch's fused optimizers' grad_scale and found_inf), as float32 scalars on
+/// the parameters' device, either null: when *found_inf != 0 at the time the step runs, the step does nothing
+/// (no parameter, state or step count changes); gradients are read multiplied by inv_scale_of(*grad_scale).
+struct OptimAmp {
+  const float* grad_scale = nullptr;
+  const float* found_inf = nullptr;
+};
+
 /// One parameter to update: its position in the optimizer (which selects its step counter), the parameter, its
 /// gradient and its state buffers in the optimizer's order (undefined where the configuration needs none).
 struct OptimSlot {
@@ -55,8 +64,8 @@ struct SgdUpdate {
         nesterov(h.nesterov),
         first(step == 1.0) {}
 
-  MINIDL_HD void operator()(std::int64_t i, T* p, const T* g, T* const* state) const {
-    T d = g[i];
+  MINIDL_HD void operator()(std::int64_t i, T* p, T grad, T* const* state) const {
+    T d = grad;
     if (weight_decay != T(0)) d = d + weight_decay * p[i];
     if (momentum != T(0)) {
       T& buf = state[0][i];
@@ -89,8 +98,7 @@ struct AdamUpdate {
         amsgrad(h.amsgrad),
         decoupled(h.decoupled_weight_decay) {}
 
-  MINIDL_HD void operator()(std::int64_t i, T* p, const T* g, T* const* state) const {
-    T grad = g[i];
+  MINIDL_HD void operator()(std::int64_t i, T* p, T grad, T* const* state) const {
     if (weight_decay != T(0)) {
       if (decoupled) {
         p[i] = p[i] * decay;
@@ -126,8 +134,7 @@ struct AdadeltaUpdate {
         one_minus_rho(static_cast<T>(1.0 - v[kRho])),
         eps(static_cast<T>(v[kEps])) {}
 
-  MINIDL_HD void operator()(std::int64_t i, T* p, const T* g, T* const* state) const {
-    T grad = g[i];
+  MINIDL_HD void operator()(std::int64_t i, T* p, T grad, T* const* state) const {
     if (weight_decay != T(0)) grad = grad + weight_decay * p[i];
     T& square_avg = state[0][i];
     T& acc_delta = state[1][i];

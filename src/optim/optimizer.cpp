@@ -189,7 +189,23 @@ void Optimizer::zero_grad(bool set_to_none) {
   }
 }
 
-void Optimizer::step() {
+void Optimizer::step() { run_step(nullptr, nullptr); }
+
+void Optimizer::scaled_step(const Tensor& grad_scale, const Tensor& found_inf) {
+  auto check = [&](const Tensor& t, const char* name, bool optional) {
+    if (optional && !t.defined()) return;
+    MINIDL_CHECK(t.defined(), ValueError, "optimizer scaled_step: ", name, " is an undefined tensor");
+    MINIDL_CHECK(t.dtype() == kFloat32 && t.numel() == 1, TypeError, "optimizer scaled_step: ", name,
+                 " must be a one-element float32 tensor, found ", t.dtype(), " of shape ", shape_str(t.sizes()));
+    MINIDL_CHECK(t.device() == device_, ValueError, "optimizer scaled_step: ", name, " must be on the parameters' "
+                 "device ", device_, ", found ", t.device());
+  };
+  check(grad_scale, "grad_scale", true);
+  check(found_inf, "found_inf", false);
+  run_step(grad_scale.defined() ? grad_scale.data_ptr<float>() : nullptr, found_inf.data_ptr<float>());
+}
+
+void Optimizer::run_step(const float* grad_scale, const float* found_inf) {
   NoGradGuard no_grad;
   // Options assigned whole (operator=) bypass the setters: catch up before the launches (a no-op otherwise).
   for (std::size_t g = 0; g < groups_.size(); ++g) sync_group(g);
@@ -215,7 +231,10 @@ void Optimizer::step() {
     kernels::OptimHyper flags;
     GroupValues values{};
     groups_[g].options().describe(flags, values.data());
-    MINIDL_ON_BACKEND(device_, optim_step(flags, slots[g], steps_, values_, static_cast<std::int64_t>(g)));
+    kernels::OptimAmp amp;
+    amp.grad_scale = grad_scale;
+    amp.found_inf = found_inf;
+    MINIDL_ON_BACKEND(device_, optim_step(flags, slots[g], steps_, values_, static_cast<std::int64_t>(g), amp));
     // The parameters changed in place: saved-tensor checks in autograd must see it.
     for (const kernels::OptimSlot& slot : slots[g]) slot.param.unsafe_impl()->storage->version.fetch_add(1);
   }

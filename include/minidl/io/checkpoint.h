@@ -1,9 +1,10 @@
 #pragma once
 // Model checkpoints and training state in the safetensors format, readable by PyTorch's
 // safetensors.torch.load_file. A model file holds one tensor per entry of named_parameters() and
-// named_buffers() under its dotted name, in the tensor's dtype (F32, F64 or I64, little-endian). A training
-// state file holds what --resume needs besides the model: optimizer tensors, epoch, scheduler values and the
-// state of every random number generator. Every write is atomic (temporary file + rename).
+// named_buffers() under its dotted name, in the tensor's dtype (safetensors_name(): F32, F64, BF16, F16, I64,
+// ..., little-endian; BF16 and F16 bit for bit as PyTorch stores them). A training state file holds what
+// --resume needs besides the model: optimizer tensors, epoch, scheduler values and the state of every random
+// number generator. Every write is atomic (temporary file + rename).
 #include <cstdint>
 #include <map>
 #include <string>
@@ -18,7 +19,7 @@ namespace minidl::io {
 /// ValueError when a parameter and a buffer share a name.
 std::map<std::string, Tensor> state_dict(const nn::Module& module);
 
-/// Writes the tensors (copied to the CPU; F32, F64 or I64) and the string metadata to `path` atomically.
+/// Writes the tensors (copied to the CPU, in their dtypes: BF16 and F16 included) and the string metadata to `path` atomically.
 /// Throws ValueError for an undefined tensor or a bad name, IOError (old file untouched) when writing fails.
 void save_state_dict(const std::map<std::string, Tensor>& tensors, const std::string& path,
                      const std::map<std::string, std::string>& metadata = {});

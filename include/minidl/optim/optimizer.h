@@ -130,6 +130,12 @@ class Optimizer {
 
   /// Updates every parameter that has a gradient (the others, and their state, are left alone, as PyTorch).
   virtual void step();
+  /// The step amp::GradScaler takes (PyTorch's fused optimizers' grad_scale and found_inf attributes): as step(),
+  /// but the gradients are read divided by `grad_scale` (a float32 one-element tensor on the parameters' device;
+  /// undefined: read as they are), and when `found_inf` (the same kind of tensor) is nonzero when the step runs,
+  /// nothing changes: no parameter, no state buffer, no step count. Decided on the device, no synchronisation:
+  /// a captured step skips or applies each replay's update by that replay's found_inf.
+  void scaled_step(const Tensor& grad_scale, const Tensor& found_inf);
   /// Drops the gradients (set_to_none), or zeroes them in place, keeping their memory (for CUDA graphs).
   void zero_grad(bool set_to_none = true);
 
@@ -164,6 +170,9 @@ class Optimizer {
   void sync_group(std::size_t g);
   /// Allocates state buffers 0..count-1 that are missing, for every parameter.
   void ensure_states(std::size_t count);
+  /// step() and scaled_step(): the update of every parameter with a gradient, under GradScaler's pointers (null
+  /// for a plain step).
+  void run_step(const float* grad_scale, const float* found_inf);
   /// The group's numeric options as the kernels read them.
   using GroupValues = std::array<double, 8>;
 

@@ -23,8 +23,9 @@ std::vector<Tensor> FunctionNode::apply(const Tensor& grad_output) {
                " has already freed its saved tensors); specify retain_graph=true on the first backward call "
                "if you need to backward twice");
   // Backward rules may hand a gradient to kernels that read contiguous memory; a view's backward (permute,
-  // expand) can produce a strided one, so this is the one place that makes it contiguous.
-  if (!grad_output.is_contiguous()) {
+  // expand) can produce a strided one, so this is the one place that makes it contiguous, for every rule that was
+  // not recorded as taking strides (record_strided).
+  if (!strided_grad_ && !grad_output.is_contiguous()) {
     const Tensor dense = grad_output.contiguous();
     return fn_(dense);
   }
@@ -91,6 +92,14 @@ Tensor record(Tensor output, const std::string& name, const std::vector<Tensor>&
   }
   output.unsafe_impl()->grad_fn = std::move(node);  // ops always hand in a fresh impl of their own
   return output;
+}
+
+Tensor record_strided(Tensor output, const std::string& name, const std::vector<Tensor>& inputs, BackwardFn backward) {
+  const Node* before = output.grad_fn().get();
+  Tensor out = record(std::move(output), name, inputs, std::move(backward));
+  const std::shared_ptr<Node> node = out.grad_fn();
+  if (node && node.get() != before) static_cast<FunctionNode&>(*node).accept_strided_grad();
+  return out;
 }
 
 }  // namespace autograd

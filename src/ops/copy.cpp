@@ -2,6 +2,7 @@
 // elements between tensors. One backend kernel, copy, serves them all: any strides on either side and any two
 // dtypes (kernels/convert.h).
 #include "autograd/inplace.h"
+#include "autograd/node.h"
 #include "ops/op_utils.h"
 
 namespace minidl {
@@ -55,7 +56,7 @@ Tensor Tensor::clone() const {
   ops::check_defined(*this, "clone", "self");
   Tensor out = empty(sizes(), TensorOptions(dtype()).device(device()));
   MINIDL_ON_BACKEND(device(), copy(*this, out));
-  return autograd::record(out, "CloneBackward", {*this}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+  return autograd::record_strided(out, "CloneBackward", {*this}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
 }
 
 Tensor Tensor::contiguous() const {

@@ -255,7 +255,7 @@ Tensor logical_not(const Tensor& a_in) {
 Tensor add(const Tensor& a_in, const Scalar& s) {
   Tensor a = scalar_operand(a_in, s, "add");
   Tensor out = unary_forward(UnaryOp::AddScalar, s.to_double(), a, "add");
-  return autograd::record(out, "AddScalarBackward", {a}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
+  return autograd::record_strided(out, "AddScalarBackward", {a}, [](const Tensor& g) { return std::vector<Tensor>{g}; });
 }
 
 Tensor sub(const Tensor& a, const Scalar& s) {
@@ -267,7 +267,7 @@ Tensor mul(const Tensor& a_in, const Scalar& s_in) {
   Tensor a = scalar_operand(a_in, s_in, "mul");
   const double s = s_in.to_double();
   Tensor out = unary_forward(UnaryOp::MulScalar, s, a, "mul");
-  return autograd::record(out, "MulScalarBackward", {a},
+  return autograd::record_strided(out, "MulScalarBackward", {a},
                           [s](const Tensor& g) { return std::vector<Tensor>{mul(g, s)}; });
 }
 
@@ -284,7 +284,7 @@ Tensor pow(const Tensor& a_in, double p) {
   Tensor a = a_in;
   Tensor out = unary_forward(UnaryOp::PowScalar, p, a, "pow");
   SavedTensor sa(a, "pow");
-  return autograd::record(out, "PowScalarBackward", {a}, [sa, p](const Tensor& g) {
+  return autograd::record_strided(out, "PowScalarBackward", {a}, [sa, p](const Tensor& g) {
     return std::vector<Tensor>{mul(g, mul(pow(sa.get(), p - 1.0), p))};
   });
 }
@@ -294,14 +294,14 @@ Tensor neg(const Tensor& a_in) {
   ops::check_defined(a, "neg", "self");
   check_not_bool(a.dtype(), "neg", "negation", "logical_not");
   Tensor out = unary_forward(UnaryOp::Neg, 0.0, a, "neg");
-  return autograd::record(out, "NegBackward", {a}, [](const Tensor& g) { return std::vector<Tensor>{neg(g)}; });
+  return autograd::record_strided(out, "NegBackward", {a}, [](const Tensor& g) { return std::vector<Tensor>{neg(g)}; });
 }
 
 Tensor exp(const Tensor& a_in) {
   Tensor a = a_in;
   Tensor out = unary_forward(UnaryOp::Exp, 0.0, a, "exp");
   SavedTensor so(out, "exp");
-  return autograd::record(out, "ExpBackward", {a},
+  return autograd::record_strided(out, "ExpBackward", {a},
                           [so](const Tensor& g) { return std::vector<Tensor>{mul(g, so.get())}; });
 }
 
@@ -309,7 +309,7 @@ Tensor log(const Tensor& a_in) {
   Tensor a = a_in;
   Tensor out = unary_forward(UnaryOp::Log, 0.0, a, "log");
   SavedTensor sa(a, "log");
-  return autograd::record(out, "LogBackward", {a},
+  return autograd::record_strided(out, "LogBackward", {a},
                           [sa](const Tensor& g) { return std::vector<Tensor>{div(g, sa.get())}; });
 }
 
@@ -317,7 +317,7 @@ Tensor sqrt(const Tensor& a_in) {
   Tensor a = a_in;
   Tensor out = unary_forward(UnaryOp::Sqrt, 0.0, a, "sqrt");
   SavedTensor so(out, "sqrt");
-  return autograd::record(out, "SqrtBackward", {a}, [so](const Tensor& g) {
+  return autograd::record_strided(out, "SqrtBackward", {a}, [so](const Tensor& g) {
     return std::vector<Tensor>{div(mul(g, 0.5), so.get())};
   });
 }
@@ -328,7 +328,7 @@ Tensor abs(const Tensor& a_in) {
   MINIDL_CHECK(a.dtype() != kBool, TypeError, "abs: not implemented for bool tensors");
   Tensor out = unary_forward(UnaryOp::Abs, 0.0, a, "abs");
   SavedTensor sa(a, "abs");
-  return autograd::record(out, "AbsBackward", {a}, [sa](const Tensor& g) {
+  return autograd::record_strided(out, "AbsBackward", {a}, [sa](const Tensor& g) {
     Tensor saved = sa.get();
     return std::vector<Tensor>{mul(g, unary_forward(UnaryOp::Sign, 0.0, saved, "sign"))};
   });
@@ -338,7 +338,7 @@ Tensor relu(const Tensor& a_in) {
   Tensor a = a_in;
   Tensor out = unary_forward(UnaryOp::Relu, 0.0, a, "relu");
   SavedTensor so(out, "relu");  // out > 0 exactly where a > 0, and keeping out lets a be freed
-  return autograd::record(out, "ReluBackward", {a}, [so](const Tensor& g) {
+  return autograd::record_strided(out, "ReluBackward", {a}, [so](const Tensor& g) {
     return std::vector<Tensor>{ops::binary_grad(BinaryOp::ReluGrad, 0.0, g, so.get())};
   });
 }
@@ -361,7 +361,7 @@ Tensor leaky_relu(const Tensor& a_in, double slope) {
   ops::check_floating(a, "leaky_relu");
   Tensor out = unary_forward(UnaryOp::LeakyRelu, slope, a, "leaky_relu");
   SavedTensor sa(a, "leaky_relu");
-  return autograd::record(out, "LeakyReluBackward", {a}, [sa, slope](const Tensor& g) {
+  return autograd::record_strided(out, "LeakyReluBackward", {a}, [sa, slope](const Tensor& g) {
     return std::vector<Tensor>{ops::binary_grad(BinaryOp::LeakyReluGrad, slope, g, sa.get())};
   });
 }
@@ -372,7 +372,7 @@ Tensor gelu(const Tensor& a_in) {
   ops::check_floating(a, "gelu");  // PyTorch has no integral gelu
   Tensor out = unary_forward(UnaryOp::Gelu, 0.0, a, "gelu");
   SavedTensor sa(a, "gelu");
-  return autograd::record(out, "GeluBackward", {a}, [sa](const Tensor& g) {
+  return autograd::record_strided(out, "GeluBackward", {a}, [sa](const Tensor& g) {
     return std::vector<Tensor>{ops::binary_grad(BinaryOp::GeluGrad, 0.0, g, sa.get())};
   });
 }
@@ -381,7 +381,7 @@ Tensor sigmoid(const Tensor& a_in) {
   Tensor a = a_in;
   Tensor out = unary_forward(UnaryOp::Sigmoid, 0.0, a, "sigmoid");
   SavedTensor so(out, "sigmoid");
-  return autograd::record(out, "SigmoidBackward", {a}, [so](const Tensor& g) {
+  return autograd::record_strided(out, "SigmoidBackward", {a}, [so](const Tensor& g) {
     return std::vector<Tensor>{ops::binary_grad(BinaryOp::SigmoidGrad, 0.0, g, so.get())};
   });
 }
@@ -390,7 +390,7 @@ Tensor tanh(const Tensor& a_in) {
   Tensor a = a_in;
   Tensor out = unary_forward(UnaryOp::Tanh, 0.0, a, "tanh");
   SavedTensor so(out, "tanh");
-  return autograd::record(out, "TanhBackward", {a}, [so](const Tensor& g) {
+  return autograd::record_strided(out, "TanhBackward", {a}, [so](const Tensor& g) {
     return std::vector<Tensor>{ops::binary_grad(BinaryOp::TanhGrad, 0.0, g, so.get())};
   });
 }

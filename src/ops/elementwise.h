@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "minidl/autograd.h"
+#include "autograd/node.h"
 #include "ops/op_utils.h"
 
 namespace minidl {
@@ -41,7 +42,7 @@ template <class F>
 Tensor record_binary(Tensor out, const char* name, const Tensor& a, const Tensor& b, F grads) {
   const Shape sa = a.sizes(), sb = b.sizes();
   const bool need_a = a.requires_grad(), need_b = b.requires_grad();
-  return autograd::record(out, name, {a, b}, [=](const Tensor& g) {
+  return autograd::record_strided(out, name, {a, b}, [=](const Tensor& g) {
     std::pair<Tensor, Tensor> r = grads(g, need_a, need_b);
     return std::vector<Tensor>{need_a ? sum_to(r.first, sa) : Tensor(), need_b ? sum_to(r.second, sb) : Tensor()};
   });

@@ -1,6 +1,7 @@
 // Joining (cat, stack) and splitting (split, chunk, unbind). cat writes every input into its slice of the result in
 // one pass, and its backward hands each input the matching slice (a view) of the gradient. The pieces of a split are
 // views of the input; their backward rules write into one gradient buffer of the input's shape (record_pieces).
+#include "autograd/node.h"
 #include "kernels/joining.h"
 #include "minidl/joining.h"
 #include "ops/op_utils.h"
@@ -14,25 +15,36 @@ bool skipped_by_cat(const Tensor& t) { return t.dim() == 1 && t.numel() == 0; }
 /// Views of `self` given to the user as the pieces of a split: `region(buffer, k)` is piece k's region of a
 /// tensor of self's shape. The engine's nodes have one output each, so every piece gets a node of its own; a node
 /// per piece that returned zeros of self's shape with its gradient inside would cost a full-size buffer and sum
-/// per piece (quadratic for unbind over a long dim). Instead the pieces' nodes write their gradients into one
-/// shared buffer and pass an empty token to a common node, which the engine runs after all of them (it counts
-/// their edges) and which hands the buffer on as self's gradient.
+/// per piece (quadratic for unbind over a long dim). Instead the pieces' nodes write their gradients (of any
+/// strides) into one shared buffer and pass an empty token to a common node, which the engine runs after all of
+/// them (it counts their edges), zero-fills the regions of the pieces that got no gradient, and hands the buffer on
+/// as self's gradient: one pass over self's elements, as PyTorch's cat of the pieces' gradients.
 template <class Region>
 std::vector<Tensor> record_pieces(const Tensor& self, std::vector<Tensor> pieces, Region region, const char* node) {
   if (!autograd::grad_mode_enabled() || !self.requires_grad()) return pieces;
   const TensorOptions options = TensorOptions(self.dtype()).device(self.device());
   const Shape shape = self.sizes();
-  auto buffer = std::make_shared<Tensor>();
+  struct Gradient {
+    Tensor buffer;
+    std::vector<bool> written;  // per piece
+  };
+  auto grad = std::make_shared<Gradient>();
+  grad->written.assign(pieces.size(), false);
   const Tensor token = empty({0}, options);
-  const Tensor gather = autograd::record(empty({0}, options), node, {self}, [buffer](const Tensor&) {
-    Tensor g = std::move(*buffer);
-    *buffer = Tensor();
+  const Tensor gather = autograd::record(empty({0}, options), node, {self}, [grad, region](const Tensor&) {
+    Tensor g = std::move(grad->buffer);
+    grad->buffer = Tensor();
+    for (std::size_t k = 0; k < grad->written.size(); ++k) {
+      if (!grad->written[k]) region(g, static_cast<std::int64_t>(k)).zero_();
+      grad->written[k] = false;
+    }
     return std::vector<Tensor>{g};
   });
   for (std::size_t k = 0; k < pieces.size(); ++k) {
-    pieces[k] = autograd::record(pieces[k], node, {gather}, [=](const Tensor& g) {
-      if (!buffer->defined()) *buffer = zeros(shape, options);
-      region(*buffer, static_cast<std::int64_t>(k)).copy_(g);
+    pieces[k] = autograd::record_strided(pieces[k], node, {gather}, [=](const Tensor& g) {
+      if (!grad->buffer.defined()) grad->buffer = empty(shape, options);
+      region(grad->buffer, static_cast<std::int64_t>(k)).copy_(g);
+      grad->written[k] = true;
       return std::vector<Tensor>{token};
     });
   }
@@ -133,7 +145,7 @@ Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
     dtypes.push_back(t.dtype());
     need.push_back(t.requires_grad());
   }
-  return autograd::record(out, "CatBackward", tensors, [=](const Tensor& g) {
+  return autograd::record_strided(out, "CatBackward", tensors, [=](const Tensor& g) {
     std::vector<Tensor> grads(sizes.size());
     for (std::size_t k = 0; k < sizes.size(); ++k) {
       if (!need[k]) continue;

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <numeric>
 
+#include "autograd/node.h"
 #include "ops/op_utils.h"
 
 namespace minidl {
@@ -87,7 +88,7 @@ Tensor scatter_into_zeros(const Tensor& g, const Shape& in_shape, Region region)
 Tensor reshape_view(const Tensor& a, const Shape& shape, const Shape& strides) {
   Tensor out = make_view(a, shape, strides, elements_offset(*a.unsafe_impl()));
   const Shape in_shape = a.sizes();
-  return autograd::record(out, "ViewBackward", {a}, [in_shape](const Tensor& g) {
+  return autograd::record_strided(out, "ViewBackward", {a}, [in_shape](const Tensor& g) {
     return std::vector<Tensor>{g.reshape(in_shape)};
   });
 }
@@ -144,7 +145,7 @@ Tensor permute(const Tensor& a, const std::vector<std::int64_t>& dims) {
   std::vector<std::int64_t> inverse(order.size());
   for (std::size_t i = 0; i < order.size(); ++i)
     inverse[static_cast<std::size_t>(order[i])] = static_cast<std::int64_t>(i);
-  return autograd::record(out, "PermuteBackward", {a}, [inverse](const Tensor& g) {
+  return autograd::record_strided(out, "PermuteBackward", {a}, [inverse](const Tensor& g) {
     return std::vector<Tensor>{g.permute(inverse)};
   });
 }
@@ -178,7 +179,7 @@ Tensor slice(const Tensor& a, std::int64_t dim, std::int64_t start, std::int64_t
   Tensor out = make_view(a, sizes, strides, a.storage_offset() + b * a.strides()[d]);
   const Shape in_shape = a.sizes();
   const auto sd = static_cast<std::int64_t>(d);
-  return autograd::record(out, "SliceBackward", {a}, [=](const Tensor& g) {
+  return autograd::record_strided(out, "SliceBackward", {a}, [=](const Tensor& g) {
     return std::vector<Tensor>{
         scatter_into_zeros(g, in_shape, [&](const Tensor& z) { return z.slice(sd, b, e, step); })};
   });
@@ -211,7 +212,7 @@ Tensor select(const Tensor& a, std::int64_t dim, std::int64_t index) {
   Tensor out = make_view(a, sizes, strides, a.storage_offset() + i * a.strides()[d]);
   const Shape in_shape = a.sizes();
   const auto sd = static_cast<std::int64_t>(d);
-  return autograd::record(out, "SelectBackward", {a}, [=](const Tensor& g) {
+  return autograd::record_strided(out, "SelectBackward", {a}, [=](const Tensor& g) {
     return std::vector<Tensor>{scatter_into_zeros(g, in_shape, [&](const Tensor& z) { return z.select(sd, i); })};
   });
 }
@@ -240,7 +241,7 @@ Tensor expand(const Tensor& a, const Shape& sizes_in) {
   }
   Tensor out = make_view(a, sizes, strides, a.storage_offset());
   const Shape in_shape = s;
-  return autograd::record(out, "ExpandBackward", {a}, [in_shape](const Tensor& g) {
+  return autograd::record_strided(out, "ExpandBackward", {a}, [in_shape](const Tensor& g) {
     return std::vector<Tensor>{sum_to(g, in_shape)};
   });
 }
@@ -290,7 +291,7 @@ Tensor as_strided(const Tensor& a, const Shape& sizes, const Shape& strides, std
   Tensor out = make_view(a, sizes, strides, offset);
   const Shape in_shape = a.sizes();
   const std::int64_t start = offset - a.storage_offset();
-  return autograd::record(out, "AsStridedBackward", {a}, [=](const Tensor& g) {
+  return autograd::record_strided(out, "AsStridedBackward", {a}, [=](const Tensor& g) {
     return std::vector<Tensor>{
         scatter_into_zeros(g, in_shape, [&](const Tensor& z) { return z.as_strided(sizes, strides, start); })};
   });

@@ -7,6 +7,7 @@
 
 #include "autograd/inplace.h"
 #include "minidl/joining.h"
+#include "autograd/node.h"
 #include "ops/op_utils.h"
 
 namespace minidl {
@@ -112,7 +113,7 @@ Tensor where(const Tensor& condition, const Tensor& self, const Tensor& other) {
   const SavedTensor saved(cond, "where");
   const Shape sa = a.sizes(), sb = b.sizes();
   const bool need_a = a.requires_grad(), need_b = b.requires_grad();
-  return autograd::record(out, "WhereBackward", {a, b}, [=](const Tensor& g) {
+  return autograd::record_strided(out, "WhereBackward", {a, b}, [=](const Tensor& g) {
     const Tensor c = saved.get();
     return std::vector<Tensor>{need_a ? sum_to(masked_grad(c, g, true), sa) : Tensor(),
                                need_b ? sum_to(masked_grad(c, g, false), sb) : Tensor()};

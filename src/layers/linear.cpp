@@ -1,6 +1,7 @@
 // linear and linear_relu: one GEMM with the weight used transposed in place (no copy), then the bias broadcast
 // over rows; linear_relu adds the bias and applies the ReLU in that same pass (or, without a bias, applies the
 // ReLU in place), and its backward masks the incoming gradient with the saved output before linear's rule.
+#include "autocast/policy.h"
 #include "layers/layer_utils.h"
 #include "minidl/nn/functional.h"
 #include "ops/op_utils.h"
@@ -52,10 +53,12 @@ Tensor linear_with(const Tensor& input_in, const Tensor& weight_in, const Tensor
 }  // namespace
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  MINIDL_AUTOCAST(linear, input, weight, bias);
   return linear_with(input, weight, bias, false);
 }
 
 Tensor linear_relu(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  MINIDL_AUTOCAST(linear_relu, input, weight, bias);
   return linear_with(input, weight, bias, true);
 }
 

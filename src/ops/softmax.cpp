@@ -1,4 +1,5 @@
 // softmax and log_softmax over one dim; the backward uses only the saved output.
+#include "autocast/policy.h"
 #include "ops/op_utils.h"
 
 namespace minidl {
@@ -24,7 +25,13 @@ Tensor softmax_impl(const Tensor& a_in, std::int64_t dim, bool log, const char* 
 
 }  // namespace
 
-Tensor softmax(const Tensor& a, std::int64_t dim) { return softmax_impl(a, dim, false, "softmax"); }
-Tensor log_softmax(const Tensor& a, std::int64_t dim) { return softmax_impl(a, dim, true, "log_softmax"); }
+Tensor softmax(const Tensor& a, std::int64_t dim) {
+  MINIDL_AUTOCAST(softmax, a, dim);
+  return softmax_impl(a, dim, false, "softmax");
+}
+Tensor log_softmax(const Tensor& a, std::int64_t dim) {
+  MINIDL_AUTOCAST(log_softmax, a, dim);
+  return softmax_impl(a, dim, true, "log_softmax");
+}
 
 }  // namespace minidl

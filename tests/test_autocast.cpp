@@ -3,9 +3,12 @@
 // backward pass, and a short training run under bf16 autocast against float32. The expected policies below are
 // written out from PyTorch's registrations (aten/src/ATen/autocast_mode.{h,cpp}), independently of
 // src/autocast/policy.h, so that a wrong row there fails here.
+#include <cmath>
 #include <functional>
+#include <map>
 #include <thread>
 
+#include "golden_file.h"
 #include "test_util.h"
 
 namespace minidl {
@@ -554,6 +557,197 @@ TEST(Autocast, SmallCnnTrainsUnderBFloat16LikeFloat32GPU) {
   MINIDL_REQUIRE_GPU();
   check_training(Device(kCUDA));
 }
+
+
+// ---------------------------------------------------------------------------------------------------------------
+// Against PyTorch's CUDA autocast: tests/golden/autocast_golden.json (gen_autocast_golden.py, which describes the
+// two models). The dtype of every intermediate must be PyTorch's; the loss and gradients must be as close to
+// PyTorch's bf16 results as bf16 itself is to float32 there (three times that distance, plus bf16's rtol).
+// ---------------------------------------------------------------------------------------------------------------
+
+using json = nlohmann::json;
+
+/// formula() of gen_autocast_golden.py: offset + scale * sin(0.37 i + 1.3 k + 0.5) in float64, then float32.
+Tensor formula(const Shape& shape, int k, double scale = 1.0, double offset = 0.0) {
+  std::vector<double> v(static_cast<std::size_t>(shape_numel(shape)));
+  for (std::size_t i = 0; i < v.size(); ++i) v[i] = offset + scale * std::sin(0.37 * double(i) + 1.3 * k + 0.5);
+  return from_vector(v, shape).to(kFloat32);
+}
+
+using Params = std::map<std::string, Tensor>;
+
+/// A golden model: its parameters (leaves on the GPU), and one step that records each intermediate's dtype.
+struct GoldenModel {
+  Params params;
+  std::function<Tensor(const Params&, std::map<std::string, DType>&)> step;
+};
+
+GoldenModel transformer_model(Device dev) {
+  constexpr std::int64_t B = 2, T = 8, C = 32, H = 4, HID = 128, V = 16;
+  const double s = 1 / std::sqrt(double(C)), s4 = 1 / std::sqrt(double(HID));
+  const std::vector<std::tuple<std::string, Shape, double, double>> shapes = {
+      {"ln1.weight", {C}, 0.1, 1.0},        {"ln1.bias", {C}, 0.1, 0.0},        {"qkv.weight", {3 * C, C}, s, 0.0},
+      {"qkv.bias", {3 * C}, 0.02, 0.0},     {"proj.weight", {C, C}, s, 0.0},    {"proj.bias", {C}, 0.02, 0.0},
+      {"ln2.weight", {C}, 0.1, 1.0},        {"ln2.bias", {C}, 0.1, 0.0},        {"fc.weight", {HID, C}, s, 0.0},
+      {"fc.bias", {HID}, 0.02, 0.0},        {"fc_proj.weight", {C, HID}, s4, 0.0}, {"fc_proj.bias", {C}, 0.02, 0.0},
+      {"head.weight", {V, C}, s, 0.0},      {"head.bias", {V}, 0.02, 0.0}};
+  GoldenModel m;
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    const auto& [name, shape, scale, offset] = shapes[k];
+    m.params[name] = formula(shape, int(k), scale, offset).to(dev).requires_grad_(true);
+  }
+  const Tensor x = formula({B, T, C}, 100).to(dev);
+  std::vector<std::int64_t> t(B * T);
+  for (std::size_t i = 0; i < t.size(); ++i) t[i] = (std::int64_t(i) * 5 + 3) % V;
+  const Tensor targets = from_vector(t, {B * T}).to(dev);
+  m.step = [=](const Params& p, std::map<std::string, DType>& dt) {
+    const Tensor h = F::layer_norm(x, {C}, p.at("ln1.weight"), p.at("ln1.bias"));
+    const Tensor qkv = F::linear(h, p.at("qkv.weight"), p.at("qkv.bias"));
+    std::vector<Tensor> heads;
+    for (const Tensor& part : qkv.split(C, -1)) heads.push_back(part.reshape({B, T, H, C / H}).transpose(1, 2));
+    const Tensor att = F::scaled_dot_product_attention(heads[0], heads[1], heads[2], {}, 0.0, true);
+    const Tensor att_out = F::linear(att.transpose(1, 2).reshape({B, T, C}), p.at("proj.weight"), p.at("proj.bias"));
+    const Tensor x2 = x + att_out;
+    const Tensor h2 = F::layer_norm(x2, {C}, p.at("ln2.weight"), p.at("ln2.bias"));
+    const Tensor fc = F::linear(h2, p.at("fc.weight"), p.at("fc.bias"));
+    const Tensor act = gelu(fc);
+    const Tensor mlp = F::linear(act, p.at("fc_proj.weight"), p.at("fc_proj.bias"));
+    const Tensor y = x2 + mlp;
+    const Tensor logits = F::linear(y, p.at("head.weight"), p.at("head.bias"));
+    const Tensor loss = F::cross_entropy(logits.reshape({B * T, V}), targets);
+    dt = {{"ln1", h.dtype()},       {"qkv", qkv.dtype()},   {"attention", att.dtype()},
+          {"attention_proj", att_out.dtype()}, {"residual1", x2.dtype()}, {"ln2", h2.dtype()},
+          {"fc", fc.dtype()},       {"gelu", act.dtype()},  {"fc_proj", mlp.dtype()},
+          {"residual2", y.dtype()}, {"logits", logits.dtype()}, {"loss", loss.dtype()}};
+    return loss;
+  };
+  return m;
+}
+
+GoldenModel cnn_model(Device dev) {
+  constexpr std::int64_t N = 4;
+  const std::vector<std::tuple<std::string, Shape, double>> shapes = {
+      {"conv1.weight", {32, 1, 3, 3}, 9},  {"conv1.bias", {32}, 9},     {"conv2.weight", {64, 32, 3, 3}, 288},
+      {"conv2.bias", {64}, 288},          {"fc1.weight", {128, 9216}, 9216}, {"fc1.bias", {128}, 9216},
+      {"fc2.weight", {10, 128}, 128},     {"fc2.bias", {10}, 128}};
+  GoldenModel m;
+  for (std::size_t k = 0; k < shapes.size(); ++k) {
+    const auto& [name, shape, fan_in] = shapes[k];
+    m.params[name] = formula(shape, 200 + int(k), 1 / std::sqrt(fan_in)).to(dev).requires_grad_(true);
+  }
+  const Tensor x = formula({N, 1, 28, 28}, 300, 0.5, 0.5).to(dev);
+  std::vector<std::int64_t> l(N);
+  for (std::size_t i = 0; i < l.size(); ++i) l[i] = (std::int64_t(i) * 3 + 1) % 10;
+  const Tensor labels_t = from_vector(l, {N}).to(dev);
+  m.step = [=](const Params& p, std::map<std::string, DType>& dt) {
+    // examples/mnist/net.cpp's layers (ConvReLU2d, max_pool2d, LinearReLU, Linear) without dropout.
+    const Tensor c1 = F::conv2d_relu(x, p.at("conv1.weight"), p.at("conv1.bias"));
+    const Tensor c2 = F::conv2d_relu(c1, p.at("conv2.weight"), p.at("conv2.bias"));
+    const Tensor pooled = F::max_pool2d(c2, 2);
+    const Tensor f1 = F::linear_relu(pooled.flatten(1), p.at("fc1.weight"), p.at("fc1.bias"));
+    const Tensor logits = F::linear(f1, p.at("fc2.weight"), p.at("fc2.bias"));
+    const Tensor loss = F::cross_entropy(logits, labels_t);
+    dt = {{"conv1", c1.dtype()}, {"conv2", c2.dtype()}, {"max_pool", pooled.dtype()},
+          {"fc1", f1.dtype()},   {"logits", logits.dtype()}, {"loss", loss.dtype()}};
+    return loss;
+  };
+  return m;
+}
+
+/// The values a golden entry stores for `t` (all, or the summary), in the order the entry lists them.
+std::vector<double> stored_values(const Tensor& t, const json& entry) {
+  const std::vector<double> v = t.detach().cpu().to(kFloat64).to_vector<double>();
+  if (entry.contains("data")) return v;
+  double sum = 0, abs_sum = 0, sq_sum = 0;
+  for (double e : v) {
+    sum += e;
+    abs_sum += std::abs(e);
+    sq_sum += e * e;
+  }
+  std::vector<double> out{sum, abs_sum, sq_sum};
+  for (const auto& i : entry["indices"]) out.push_back(v[i.get<std::size_t>()]);
+  return out;
+}
+
+std::vector<double> golden_values(const json& entry) {
+  if (entry.contains("data")) return entry["data"].get<std::vector<double>>();
+  std::vector<double> out{entry["sum"].get<double>(), entry["abs_sum"].get<double>(), entry["sq_sum"].get<double>()};
+  for (const auto& s : entry["samples"]) out.push_back(s.get<double>());
+  return out;
+}
+
+/// `actual` against PyTorch's autocast values within 3x PyTorch's own bf16-vs-float32 distance plus bf16's rtol.
+void expect_like_pytorch(const std::vector<double>& actual, const std::vector<double>& amp,
+                         const std::vector<double>& f32, const std::string& what) {
+  ASSERT_EQ(actual.size(), amp.size()) << what;
+  double noise = 0, scale = 0;
+  for (std::size_t i = 0; i < amp.size(); ++i) {
+    noise = std::max(noise, std::abs(amp[i] - f32[i]));
+    scale = std::max(scale, std::abs(amp[i]));
+  }
+  int failures = 0;
+  for (std::size_t i = 0; i < amp.size() && failures < 5; ++i) {
+    const double tol = 3 * noise + 1.6e-2 * std::abs(amp[i]) + 1e-3 * scale;
+    if (!(std::abs(actual[i] - amp[i]) <= tol)) {
+      ADD_FAILURE() << what << " value " << i << ": " << actual[i] << ", PyTorch " << amp[i] << " (float32 "
+                    << f32[i] << ", tolerance " << tol << ")";
+      ++failures;
+    }
+  }
+}
+
+void check_against_pytorch(const char* key, GoldenModel (*make)(Device)) {
+  MINIDL_REQUIRE_GPU();
+  const json g = testing::read_golden("autocast_golden.json");
+  MINIDL_REQUIRE_GOLDEN_FILE(g, "autocast_golden.json", "gen_autocast_golden.py");
+  const json& want = g[key];
+  struct Tf32Off {  // PyTorch's values were computed without TF32
+    bool conv = cuda::allow_tf32_conv(), matmul = cuda::allow_tf32_matmul();
+    Tf32Off() { cuda::set_allow_tf32(false, false); }
+    ~Tf32Off() { cuda::set_allow_tf32(conv, matmul); }
+  } tf32_off;
+  GoldenModel m = make(Device(kCUDA));
+  std::map<std::string, DType> dtypes;
+  Tensor loss;
+  {
+    AutocastGuard guard(kCUDA, kBFloat16);
+    loss = m.step(m.params, dtypes);
+  }
+  loss.backward();
+  for (const auto& [name, dtype] : want["dtypes"].items()) {
+    ASSERT_TRUE(dtypes.count(name)) << key << ": no intermediate " << name;
+    EXPECT_EQ(dtypes.at(name), testing::dtype_named(dtype)) << key << ": intermediate " << name;
+  }
+  expect_like_pytorch({loss.item<double>()}, {want["loss"]["autocast"].get<double>()},
+                      {want["loss"]["float32"].get<double>()}, std::string(key) + " loss");
+  for (const auto& [name, entry] : want["grads"].items()) {
+    const Tensor& p = m.params.at(name);
+    ASSERT_TRUE(p.grad().defined()) << key << ": no gradient for " << name;
+    EXPECT_EQ(p.grad().dtype(), kFloat32) << name;
+    EXPECT_EQ(p.grad().sizes(), entry["shape"].get<Shape>()) << name;
+    expect_like_pytorch(stored_values(p.grad(), entry["autocast"]), golden_values(entry["autocast"]),
+                        golden_values(entry["float32"]), std::string(key) + " gradient of " + name);
+  }
+}
+
+// The golden models themselves, on the CPU without autocast: every intermediate float32, every gradient present.
+TEST(AutocastGolden, ModelsRunInFloat32WithoutAutocast) {
+  for (const auto& make : {transformer_model, cnn_model}) {
+    GoldenModel m = make(Device(kCPU));
+    std::map<std::string, DType> dtypes;
+    const Tensor loss = m.step(m.params, dtypes);
+    for (const auto& [name, dtype] : dtypes) EXPECT_EQ(dtype, kFloat32) << name;
+    EXPECT_TRUE(std::isfinite(loss.item<double>()));
+    loss.backward();
+    for (const auto& [name, p] : m.params) {
+      ASSERT_TRUE(p.grad().defined()) << name;
+      EXPECT_EQ(p.grad().sizes(), p.sizes()) << name;
+    }
+  }
+}
+
+TEST(AutocastGolden, TransformerBlockStepLikePyTorchGPU) { check_against_pytorch("transformer", transformer_model); }
+TEST(AutocastGolden, ExampleCnnStepLikePyTorchGPU) { check_against_pytorch("cnn", cnn_model); }
 
 }  // namespace
 }  // namespace minidl

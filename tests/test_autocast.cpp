@@ -169,6 +169,41 @@ std::vector<Case> policy_cases() {
          return F::scaled_dot_product_attention(rnd({2, 2, 5, 8}, t, d), rnd({2, 2, 6, 8}, t, d),
                                                 rnd({2, 2, 6, 8}, t, d));
        }},
+      {"LSTMCell", P::Lower, P::Same,
+       [](D t, V d) {
+         nn::LSTMCell cell(4, 5);
+         cell->to(d);
+         cell->to(t);
+         return std::get<0>(cell->forward(rnd({3, 4}, t, d)));
+       }},
+      {"GRUCell", P::Lower, P::Same,
+       [](D t, V d) {
+         nn::GRUCell cell(4, 5);
+         cell->to(d);
+         cell->to(t);
+         return cell->forward(rnd({3, 4}, t, d), rnd({3, 5}, t, d));
+       }},
+      {"RNNCell", P::Lower, P::Same,
+       [](D t, V d) {
+         nn::RNNCell cell(4, 5);
+         cell->to(d);
+         cell->to(t);
+         return cell->forward(rnd({3, 4}, t, d));
+       }},
+      {"LSTM", P::Lower, P::Lower,
+       [](D t, V d) {
+         nn::LSTM lstm(nn::LSTMOptions(4, 5).num_layers(2));
+         lstm->to(d);
+         lstm->to(t);
+         return std::get<0>(lstm->forward(rnd({6, 2, 4}, t, d)));
+       }},
+      {"GRU", P::Lower, P::Lower,
+       [](D t, V d) {
+         nn::GRU gru(nn::GRUOptions(4, 5).bidirectional(true));
+         gru->to(d);
+         gru->to(t);
+         return std::get<0>(gru->forward(rnd({6, 2, 4}, t, d)));
+       }},
       {"acos", P::F32, P::Same, [](D t, V d) { return acos(rnd({7}, t, d, -0.9, 0.9)); }},
       {"asin", P::F32, P::Same, [](D t, V d) { return asin(rnd({7}, t, d, -0.9, 0.9)); }},
       {"cosh", P::F32, P::Same, [](D t, V d) { return cosh(rnd({7}, t, d)); }},
@@ -284,6 +319,18 @@ TEST(Autocast, EveryOpOfThePolicyRunsInItsDtypeGPU) {
   MINIDL_REQUIRE_GPU();
   check_policy(Device(kCUDA), kBFloat16);
   check_policy(Device(kCUDA), kFloat16);
+}
+
+TEST(Autocast, ACellLoopFeedsItsLowerPrecisionStateBackGPU) {
+  MINIDL_REQUIRE_GPU();
+  const Device gpu(kCUDA);
+  nn::LSTMCell cell(4, 5);
+  cell->to(gpu);
+  AutocastGuard guard(kCUDA, kBFloat16);
+  std::tuple<Tensor, Tensor> state = cell->forward(rnd({3, 4}, kFloat32, gpu));
+  for (int t = 0; t < 3; ++t) state = cell->forward(rnd({3, 4}, kFloat32, gpu), state);  // bf16 state, f32 input
+  EXPECT_EQ(std::get<0>(state).dtype(), kBFloat16);
+  EXPECT_EQ(std::get<1>(state).dtype(), kBFloat16);
 }
 
 TEST(Autocast, PromotionTakesTheWidestOfMixedInputs) {

@@ -32,7 +32,9 @@ enum class Cast : std::uint8_t {
 
 // op, under CUDA autocast, under CPU autocast. PyTorch's CPU list is shorter than its CUDA list: on the CPU only
 // the matmuls, linear, convolutions and attention are lowered, the losses and prod go to float32, and cat/stack
-// promote; softmax, the norms, sums and exp/log keep their input's dtype there.
+// promote; softmax, the norms, sums and exp/log keep their input's dtype there. rnn_cell is PyTorch's
+// lstm_cell/gru_cell/rnn_*_cell; rnn_recurrence the layers of nn::RNN/LSTM/GRU, lowered as PyTorch lowers its
+// cuDNN RNN on CUDA and its oneDNN LSTM layer on the CPU (whose input projections, linear, are lowered already).
 #define MINIDL_AUTOCAST_OPS(_)                      \
   _(matmul, Lower, Lower)                           \
   _(mm, Lower, Lower)                               \
@@ -51,6 +53,8 @@ enum class Cast : std::uint8_t {
   _(conv_transpose1d, Lower, Lower)                 \
   _(conv_transpose2d, Lower, Lower)                 \
   _(scaled_dot_product_attention, Lower, Lower)     \
+  _(rnn_cell, Lower, Keep)                          \
+  _(rnn_recurrence, Lower, Lower)                   \
   _(acos, Float32, Off)                             \
   _(asin, Float32, Off)                             \
   _(cosh, Float32, Off)                             \

@@ -58,8 +58,8 @@ class AutocastGuard {
                          std::optional<bool> cache_enabled = std::nullopt);
   AutocastGuard(DeviceType device_type, bool enabled) : AutocastGuard(device_type, std::nullopt, enabled) {}
   /// The device type by name, as torch.autocast(device_type="cuda"): "cpu" or "cuda".
-  explicit AutocastGuard(const std::string& device_type, std::optional<DType> dtype = std::nullopt,
-                         bool enabled = true, std::optional<bool> cache_enabled = std::nullopt);
+  explicit AutocastGuard(const std::string& device_type, std::optional<DType> dtype = std::nullopt, bool enabled = true,
+                         std::optional<bool> cache_enabled = std::nullopt);
   AutocastGuard(const std::string& device_type, bool enabled) : AutocastGuard(device_type, std::nullopt, enabled) {}
   ~AutocastGuard();
   AutocastGuard(const AutocastGuard&) = delete;

@@ -162,8 +162,6 @@ Cast cast_of(Op op, DeviceType device_type) {
 
 const char* name_of(Op op) { return kRows[static_cast<int>(op)].name; }
 
-bool suspended() { return state().suspended > 0; }
-
 unsigned active_devices() {
   const State& s = state();
   if (s.suspended > 0) return 0;
@@ -183,9 +181,10 @@ DType prioritize(Op op, DType current, DeviceType d, const Tensor& t) {
 }
 
 void throw_banned(Op op, DeviceType d) {
-  throw TypeError(detail::str(name_of(op), ": unsafe to autocast on ", type_name(d), " (as in PyTorch): a sigmoid before "
-               "binary cross entropy loses precision in ", get_autocast_dtype(d), "; use binary_cross_entropy_with_logits "
-               "(BCEWithLogitsLoss), which is safe to autocast, or call it outside the autocast region"));
+  throw TypeError(detail::str(name_of(op), ": unsafe to autocast on ", type_name(d), " (as in PyTorch): a sigmoid "
+                              "before binary cross entropy loses precision in ", get_autocast_dtype(d),
+                              "; use binary_cross_entropy_with_logits (BCEWithLogitsLoss), which is safe to autocast, "
+                              "or call it outside the autocast region"));
 }
 
 }  // namespace policy

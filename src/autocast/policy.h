@@ -35,66 +35,66 @@ enum class Cast : std::uint8_t {
 // promote; softmax, the norms, sums and exp/log keep their input's dtype there. rnn_cell is PyTorch's
 // lstm_cell/gru_cell/rnn_*_cell; rnn_recurrence the layers of nn::RNN/LSTM/GRU, lowered as PyTorch lowers its
 // cuDNN RNN on CUDA and its oneDNN LSTM layer on the CPU (whose input projections, linear, are lowered already).
-#define MINIDL_AUTOCAST_OPS(_)                      \
-  _(matmul, Lower, Lower)                           \
-  _(mm, Lower, Lower)                               \
-  _(bmm, Lower, Lower)                              \
-  _(addmm, Lower, Lower)                            \
-  _(baddbmm, Lower, Lower)                          \
-  _(mv, Lower, Keep)                                \
-  _(addmv, Lower, Keep)                             \
-  _(dot, Promote, Keep)                             \
-  _(einsum, Lower, Lower)                           \
-  _(linear, Lower, Lower)                           \
-  _(linear_relu, Lower, Lower)                      \
-  _(conv1d, Lower, Lower)                           \
-  _(conv2d, Lower, Lower)                           \
-  _(conv2d_relu, Lower, Lower)                      \
-  _(conv_transpose1d, Lower, Lower)                 \
-  _(conv_transpose2d, Lower, Lower)                 \
-  _(scaled_dot_product_attention, Lower, Lower)     \
-  _(rnn_cell, Lower, Keep)                          \
-  _(rnn_recurrence, Lower, Lower)                   \
-  _(acos, Float32, Off)                             \
-  _(asin, Float32, Off)                             \
-  _(cosh, Float32, Off)                             \
-  _(sinh, Float32, Off)                             \
-  _(tan, Float32, Off)                              \
-  _(exp, Float32, Off)                              \
-  _(expm1, Float32, Off)                            \
-  _(log, Float32, Off)                              \
-  _(log2, Float32, Off)                             \
-  _(log10, Float32, Off)                            \
-  _(log1p, Float32, Off)                            \
-  _(reciprocal, Float32, Off)                       \
-  _(rsqrt, Float32, Off)                            \
-  _(pow, Float32, Off)                              \
-  _(softplus, Float32, Off)                         \
-  _(softmax, Float32, Off)                          \
-  _(log_softmax, Float32, Off)                      \
-  _(layer_norm, Float32, Off)                       \
-  _(rms_norm, Float32, Off)                         \
-  _(group_norm, Float32, Off)                       \
-  _(interpolate, Float32, Off)                      \
-  _(sum, Float32, Off)                              \
-  _(prod, Float32, Float32)                         \
-  _(cumsum, Float32, Off)                           \
-  _(cumprod, Float32, Off)                          \
-  _(logsumexp, Float32, Off)                        \
-  _(norm, Float32, Off)                             \
-  _(cross_entropy, Float32, Float32)                \
-  _(nll_loss, Float32, Float32)                     \
-  _(mse_loss, Float32, Float32)                     \
-  _(l1_loss, Float32, Float32)                      \
-  _(smooth_l1_loss, Float32, Float32)               \
-  _(huber_loss, Float32, Float32)                   \
-  _(kl_div, Float32, Float32)                       \
+#define MINIDL_AUTOCAST_OPS(_)                          \
+  _(matmul, Lower, Lower)                               \
+  _(mm, Lower, Lower)                                   \
+  _(bmm, Lower, Lower)                                  \
+  _(addmm, Lower, Lower)                                \
+  _(baddbmm, Lower, Lower)                              \
+  _(mv, Lower, Keep)                                    \
+  _(addmv, Lower, Keep)                                 \
+  _(dot, Promote, Keep)                                 \
+  _(einsum, Lower, Lower)                               \
+  _(linear, Lower, Lower)                               \
+  _(linear_relu, Lower, Lower)                          \
+  _(conv1d, Lower, Lower)                               \
+  _(conv2d, Lower, Lower)                               \
+  _(conv2d_relu, Lower, Lower)                          \
+  _(conv_transpose1d, Lower, Lower)                     \
+  _(conv_transpose2d, Lower, Lower)                     \
+  _(scaled_dot_product_attention, Lower, Lower)         \
+  _(rnn_cell, Lower, Keep)                              \
+  _(rnn_recurrence, Lower, Lower)                       \
+  _(acos, Float32, Off)                                 \
+  _(asin, Float32, Off)                                 \
+  _(cosh, Float32, Off)                                 \
+  _(sinh, Float32, Off)                                 \
+  _(tan, Float32, Off)                                  \
+  _(exp, Float32, Off)                                  \
+  _(expm1, Float32, Off)                                \
+  _(log, Float32, Off)                                  \
+  _(log2, Float32, Off)                                 \
+  _(log10, Float32, Off)                                \
+  _(log1p, Float32, Off)                                \
+  _(reciprocal, Float32, Off)                           \
+  _(rsqrt, Float32, Off)                                \
+  _(pow, Float32, Off)                                  \
+  _(softplus, Float32, Off)                             \
+  _(softmax, Float32, Off)                              \
+  _(log_softmax, Float32, Off)                          \
+  _(layer_norm, Float32, Off)                           \
+  _(rms_norm, Float32, Off)                             \
+  _(group_norm, Float32, Off)                           \
+  _(interpolate, Float32, Off)                          \
+  _(sum, Float32, Off)                                  \
+  _(prod, Float32, Float32)                             \
+  _(cumsum, Float32, Off)                               \
+  _(cumprod, Float32, Off)                              \
+  _(logsumexp, Float32, Off)                            \
+  _(norm, Float32, Off)                                 \
+  _(cross_entropy, Float32, Float32)                    \
+  _(nll_loss, Float32, Float32)                         \
+  _(mse_loss, Float32, Float32)                         \
+  _(l1_loss, Float32, Float32)                          \
+  _(smooth_l1_loss, Float32, Float32)                   \
+  _(huber_loss, Float32, Float32)                       \
+  _(kl_div, Float32, Float32)                           \
   _(binary_cross_entropy_with_logits, Float32, Float32) \
-  _(binary_cross_entropy, Banned, Float32)          \
-  _(atan2, Promote, Off)                            \
-  _(index_put, Promote, Off)                        \
-  _(scatter_add, Promote, Off)                      \
-  _(cat, Off, Promote)                              \
+  _(binary_cross_entropy, Banned, Float32)              \
+  _(atan2, Promote, Off)                                \
+  _(index_put, Promote, Off)                            \
+  _(scatter_add, Promote, Off)                          \
+  _(cat, Off, Promote)                                  \
   _(stack, Off, Promote)
 
 enum class Op : int {
@@ -107,8 +107,6 @@ enum class Op : int {
 Cast cast_of(Op op, DeviceType device_type);
 const char* name_of(Op op);
 
-/// Whether autocast is suspended on this thread (inside a listed op, a backward pass, an in-place op).
-bool suspended();
 /// The device types autocast is on for, as a bit per DeviceType (0 when none or suspended): the fast exit.
 unsigned active_devices();
 

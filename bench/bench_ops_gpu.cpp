@@ -9,6 +9,9 @@
 // attention/fwd_bwd: scaled_dot_product_attention forward and backward at B=16, 12 heads, T=1024, head dim 64,
 // causal, float32, through the flash-attention kernels (fused:1) and the composed reference path (fused:0).
 // lstm/fwd_bwd: nn::LSTM (2 layers, 512 hidden, input 512) forward and backward at T=128, batch 64, float32.
+// gemm/<M>x<K>x<N>: nn::functional::linear's forward GEMM (x M x K times the N x K weight transposed, the bias in
+// cuBLASLt's epilogue when bias:1) in float32 (TF32 off and on), bfloat16 and float16, float32 accumulation: a
+// square 4096 product and GPT-2's MLP (16384 tokens, 768 -> 3072 and back); TFLOP/s in the FLOPS counter.
 // bench/compare_layers.py times PyTorch's same layers beside these.
 //
 // Timing: the first call of a pass runs eagerly (cuDNN's algorithm search and workspace allocation happen
@@ -34,6 +37,7 @@
 #include <minidl/run_main.h>
 
 #include <algorithm>
+#include <array>
 #include <cstring>
 #include <exception>
 #include <functional>
@@ -65,6 +69,7 @@ struct Peak {
   const char* name;
 };
 constexpr Peak kFp32{67e12, "fp32 67 TFLOP/s"}, kTf32{495e12, "TF32 495 TFLOP/s"}, kHbm{4.3e12, "HBM 4.3 TB/s"};
+constexpr Peak kBf16{989e12, "bf16/fp16 989 TFLOP/s"};
 constexpr int kCallsPerSample = 20;  // between two events: their resolution (0.5 us) is small against the sample
 constexpr int kSamples = 100;        // benchmark iterations, fixed: each is kCallsPerSample calls
 
@@ -369,6 +374,27 @@ void BM_attention(benchmark::State& state) {
   });
 }
 
+/// linear(x, w, bias) at M x K x N (see the top). state.range(0): 0 float32, 1 float32 with TF32, 2 bfloat16,
+/// 3 float16; state.range(1): with a bias. Bytes: x, w, out (and the bias) once each.
+void BM_gemm(benchmark::State& state, std::int64_t M, std::int64_t K, std::int64_t N) {
+  guarded(state, [&] {
+    const std::int64_t mode = state.range(0);
+    const minidl::DType dt = mode == 2 ? minidl::kBFloat16 : mode == 3 ? minidl::kFloat16 : minidl::kFloat32;
+    minidl::cuda::set_allow_tf32(false, mode == 1);
+    minidl::manual_seed(0);
+    const auto make = [&](const Shape& s) { return minidl::randn(s, kDevice).to(dt); };
+    const minidl::Tensor x = make({M, K}), w = make({N, K}), bias = state.range(1) ? make({N}) : minidl::Tensor();
+    minidl::Tensor out;
+    const double element = static_cast<double>(minidl::element_size(dt));
+    const Cost cost{2.0 * static_cast<double>(M) * static_cast<double>(K) * static_cast<double>(N),
+                    element * static_cast<double>(M * K + N * K + M * N + (bias.defined() ? N : 0))};
+    const minidl::NoGradGuard no_grad;
+    time_on_device(state, cost, mode >= 2 ? kBf16 : mode == 1 ? kTf32 : kFp32,
+                   [&] { out = minidl::nn::functional::linear(x, w, bias); });
+    minidl::cuda::set_allow_tf32(false, false);
+  });
+}
+
 /// nn::LSTM, 2 layers of 512 on inputs of 512, T = 128, batch 64: forward and backward (input and parameter
 /// gradients). FLOPs: the input and recurrent GEMMs of both layers, forward and twice that backward.
 void BM_lstm(benchmark::State& state) {
@@ -462,6 +488,16 @@ int run_program(int argc, char** argv) {
       ->UseManualTime()
       ->Iterations(kSamples)
       ->Unit(benchmark::kMicrosecond);
+  for (const auto& [M, K, N] : {std::array<std::int64_t, 3>{4096, 4096, 4096}, {16384, 768, 3072},
+                                {16384, 3072, 768}}) {
+    const std::string name = "gemm/" + std::to_string(M) + "x" + std::to_string(K) + "x" + std::to_string(N);
+    benchmark::RegisterBenchmark(name.c_str(), BM_gemm, M, K, N)
+        ->ArgNames({"dtype", "bias"})
+        ->ArgsProduct({{0, 1, 2, 3}, {0, 1}})
+        ->UseManualTime()
+        ->Iterations(kSamples)
+        ->Unit(benchmark::kMicrosecond);
+  }
   for (const TensorOpCase& c : tensor_op_cases()) {
     benchmark::RegisterBenchmark(("tensor_ops/" + std::string(c.op) + "/" + shape_name(c.shape)).c_str(),
                                  BM_tensor_op, c)

@@ -1,5 +1,6 @@
 // CPU batched matrix product (see kernels/backend.h): floating types on the library's own GEMM (cpu/gemm.h),
-// integer types (as PyTorch's CPU computes them, wrapping on overflow) on a plain row loop.
+// bfloat16 and float16 through its float32 build (operands widened once, the float32 sums rounded once), integer
+// types (as PyTorch's CPU computes them, wrapping on overflow) on a plain row loop.
 #include <algorithm>
 #include <type_traits>
 #include <vector>
@@ -7,14 +8,17 @@
 #include "cpu/gemm.h"
 #include "cpu/parallel.h"
 #include "kernels/backend.h"
+#include "kernels/convert.h"
 #include "kernels/dispatch_types.h"
+#include "minidl/factories.h"
 
 namespace minidl {
 namespace cpu {
 namespace {
 
 using i64 = std::int64_t;
-using MatmulTypes = kernels::DTypeSet<DType::Float32, DType::Float64, DType::Int64, DType::Int32, DType::UInt8>;
+using MatmulTypes = kernels::DTypeSet<DType::Float32, DType::Float64, DType::BFloat16, DType::Float16, DType::Int64,
+                                     DType::Int32, DType::UInt8>;
 
 /// Element (r, c) of op(operand) is at r * rs + c * cs from its matrix's start.
 struct Strides {
@@ -72,18 +76,63 @@ void floating_matmul(const T* a, const T* b, T* out, const kernels::MatmulLayout
   for (i64 i = 0; i < l.batch; ++i) gemm_parallel(item(i));
 }
 
+/// The stored matrices of one operand (rows x cols each, rows `o.ld` apart, `o.batch_stride` apart; one matrix
+/// when that is 0) widened to dense float32 blocks in `dst`; returns the operand's layout there.
+template <class S>
+kernels::MatmulOperand widen(const S* src, const kernels::MatmulOperand& o, i64 batch, i64 rows, i64 cols,
+                             float* dst) {
+  const i64 count = o.batch_stride == 0 ? 1 : batch;
+  parallel_for(count * rows, static_cast<double>(cols), [&](i64 begin, i64 end) {
+    for (i64 r = begin; r < end; ++r) {
+      const S* in = src + r / rows * o.batch_stride + r % rows * o.ld;
+      float* w = dst + r * cols;
+      for (i64 c = 0; c < cols; ++c) w[c] = kernels::convert<float>(in[c]);
+    }
+  });
+  return {o.trans, cols, o.batch_stride == 0 ? 0 : rows * cols};
+}
+
+/// bfloat16 / float16: both operands widened to float32 (each element once, where the GEMM would convert it once
+/// per use), the float32 GEMM, then each sum rounded once to out's dtype with PyTorch's rounding. Scratch: the
+/// operands' and the result's float32 copies, small against the m*n*k work of any product worth timing.
+template <class S>
+void reduced_matmul(const S* a, const S* b, S* out, const kernels::MatmulLayout& l) {
+  const i64 a_rows = l.a.trans ? l.k : l.m, a_cols = l.a.trans ? l.m : l.k;
+  const i64 b_rows = l.b.trans ? l.n : l.k, b_cols = l.b.trans ? l.k : l.n;
+  const auto numel = [&](const kernels::MatmulOperand& o, i64 rows, i64 cols) {
+    return (o.batch_stride == 0 ? 1 : l.batch) * rows * cols;
+  };
+  const TensorOptions f32(kFloat32);
+  Tensor wa = empty({numel(l.a, a_rows, a_cols)}, f32), wb = empty({numel(l.b, b_rows, b_cols)}, f32);
+  Tensor wout = empty({l.batch * l.m * l.n}, f32);
+  kernels::MatmulLayout wide = l;
+  wide.a = widen(a, l.a, l.batch, a_rows, a_cols, wa.data_ptr<float>());
+  wide.b = widen(b, l.b, l.batch, b_rows, b_cols, wb.data_ptr<float>());
+  const float* sums = wout.data_ptr<float>();
+  floating_matmul(wa.data_ptr<float>(), wb.data_ptr<float>(), wout.data_ptr<float>(), wide);
+  parallel_for(wout.numel(), 1.0, [&](i64 begin, i64 end) {
+    for (i64 i = begin; i < end; ++i) out[i] = kernels::convert<S>(sums[i]);
+  });
+}
+
 }  // namespace
 
 void matmul(const Tensor& a, const Tensor& b, Tensor& out, const kernels::MatmulLayout& layout) {
   if (out.numel() == 0) return;
   kernels::dispatch(MatmulTypes{}, out.dtype(), "matmul", [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if constexpr (std::is_floating_point_v<T>) {
+    if constexpr (kernels::is_reduced_float_v<T>) {
+      reduced_matmul(a.data_ptr<T>(), b.data_ptr<T>(), out.data_ptr<T>(), layout);
+    } else if constexpr (std::is_floating_point_v<T>) {
       floating_matmul(a.data_ptr<T>(), b.data_ptr<T>(), out.data_ptr<T>(), layout);
     } else {
       integer_matmul(a.data_ptr<T>(), b.data_ptr<T>(), out.data_ptr<T>(), layout);
     }
   });
+}
+
+bool matmul_fused(const Tensor&, const Tensor&, Tensor&, const kernels::MatmulLayout&, const kernels::MatmulEpilogue&) {
+  return false;  // the own GEMM has no epilogue: the op layer adds the bias (or sums its gradient) in a pass
 }
 
 }  // namespace cpu

@@ -119,8 +119,15 @@
 #define MINIDL_MATMUL_KERNELS                                                                                        \
   /* out (batch, m, n), dense, = op(a[i]) * op(b[i]) for the operands `layout` places from a's and b's first */     \
   /* elements (strided or broadcast batches, row strides, transposes); one dtype throughout. The CPU takes */        \
-  /* float32, float64, int64, int32 and uint8 (integer products wrap), CUDA float32 and float64. */                 \
+  /* float32, float64, bfloat16, float16 (both accumulated in float32, the result rounded once), int64, */        \
+  /* int32 and uint8 (integer products wrap); CUDA float32, float64, bfloat16 and float16 (cuBLASLt, float32 */    \
+  /* accumulation). */                                                                                               \
   void matmul(const Tensor& a, const Tensor& b, Tensor& out, const kernels::MatmulLayout& layout);                   \
+  /* matmul with the epilogue fused into the GEMM; false, with nothing written, where the backend has no such */    \
+  /* fusion for these operands (the CPU never has; CUDA where cuBLASLt offers no algorithm for it), and the */      \
+  /* caller then composes it. */                                                                                     \
+  bool matmul_fused(const Tensor& a, const Tensor& b, Tensor& out, const kernels::MatmulLayout& layout,              \
+                    const kernels::MatmulEpilogue& epilogue);                                                        \
   /* The dense blocks of MatmulLayout::dense: a (batch, m, k), or (batch, k, m) when trans_a, likewise b. */         \
   inline void matmul(const Tensor& a, const Tensor& b, Tensor& out, std::int64_t batch, std::int64_t m,              \
                      std::int64_t n, std::int64_t k, bool trans_a, bool trans_b) {                                   \

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 namespace minidl {
+class Tensor;
 namespace kernels {
 
 /// One operand of out[i] = op(a[i]) * op(b[i]), i < batch: matrix i starts batch_stride elements after matrix
@@ -34,6 +35,19 @@ struct MatmulLayout {
     return a.ld == d.a.ld && b.ld == d.b.ld &&
            (batch == 1 || (a.batch_stride == d.a.batch_stride && b.batch_stride == d.b.batch_stride));
   }
+};
+
+/// Work a GEMM's epilogue can do on the product's way out, saving a pass over it (cuBLASLt's epilogues). Each
+/// tensor is contiguous, of out's dtype, or null (not wanted); at most one of bias_grad_a and bias_grad_b.
+struct MatmulEpilogue {
+  /// n values added to every row of out (linear's bias); then max(., 0) when relu (linear_relu).
+  const Tensor* bias = nullptr;
+  bool relu = false;
+  /// Receives m values: row i's sum over k of op(a) (the bias gradient of a weight-gradient product
+  /// dW = g^T x, where op(a) = g^T).
+  Tensor* bias_grad_a = nullptr;
+  /// Receives n values: column j's sum over k of op(b).
+  Tensor* bias_grad_b = nullptr;
 };
 
 }  // namespace kernels

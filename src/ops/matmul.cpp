@@ -161,13 +161,11 @@ Tensor product(Tensor a, Tensor b, const Shape& result_batch) {
   return out;
 }
 
-/// The dtype and device rules every product shares.
+/// The dtype and device rules every product shares: one dtype for both operands (as PyTorch: bfloat16 @ float32 is a
+/// TypeError, not a promotion); bfloat16 and float16 accumulate in float32 on both backends.
 void check_operands(const Tensor& a, const Tensor& b, const char* op) {
   ops::check_same(a, b, op);
   const DType dt = a.dtype();
-  MINIDL_CHECK(!is_reduced_floating_point(dt), TypeError, op, ": ", dt,
-               " operands are not supported yet (mixed-precision products are still to come); convert them with "
-               ".to(kFloat32)");
   MINIDL_CHECK(dt != kBool, TypeError, op, ": bool operands are not supported (as in PyTorch); convert them first");
   MINIDL_CHECK(!(a.is_cuda() && is_integral(dt, false)), TypeError, op, ": ", dt,
                " operands are supported on the CPU only (as in PyTorch); found them on ", a.device());

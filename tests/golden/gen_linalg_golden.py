@@ -6,6 +6,9 @@ tests/test_tensor_access.cpp to compare minidl's with, element by element.
   baddbmm, addmv and einsum equations, in float64 and float32 (and int64 where PyTorch's CPU takes it). Each case
   holds its inputs (as stored: an input marked "t" is used as its last-two-dims transpose), the gradient flowing
   into the output, the output, and the gradient of every floating input.
+- lowp_products (tests/test_matmul_lowp.cpp): the same family and linear in bfloat16 and float16, on PyTorch's
+  CPU, each with "k", the longest reduction of its forward and backward products (the test's tolerance scales
+  with it).
 - printing: the text PyTorch lays out for a tensor's values (torch._tensor_str._tensor_str at indent 0, which is
   str(tensor) without the "tensor(" prefix and its indent), for small, large (summarised), integral, scientific
   and non-finite values. Bools are written true/false, as minidl prints them.
@@ -127,6 +130,35 @@ def products():
     return cases
 
 
+def lowp_products():
+    gen = Values(2025)
+    cases = []
+
+    def add(op, dtype, shapes, fn, k, layouts=None, **extra):
+        cases.append(product_case(gen, op, dtype, shapes, fn, layouts, k=k, **extra))
+
+    for dtype in ("bfloat16", "float16"):
+        add("matmul", dtype, [[5, 7], [7, 6]], torch.matmul, 7)
+        add("matmul", dtype, [[9], [9]], torch.matmul, 9)
+        add("matmul", dtype, [[2, 1, 3, 4], [5, 4, 2]], torch.matmul, 10)
+        add("matmul", dtype, [[3, 5, 8], [8, 4]], torch.matmul, 15)
+        add("matmul", dtype, [[2, 4, 3], [4, 5]], torch.matmul, 8, ["t", ""])
+        add("mm", dtype, [[6, 33], [17, 33]], torch.mm, 33, ["", "t"])
+        add("bmm", dtype, [[3, 4, 9], [3, 9, 5]], torch.bmm, 9)
+        add("mv", dtype, [[7, 12], [12]], torch.mv, 12)
+        add("dot", dtype, [[40], [40]], torch.dot, 40)
+        add("outer", dtype, [[5], [6]], torch.outer, 1)
+        add("addmm", dtype, [[3], [2, 9], [9, 3]], lambda i, a, b: torch.addmm(i, a, b, beta=0.5, alpha=-2.0), 9,
+            beta=0.5, alpha=-2.0)
+        add("baddbmm", dtype, [[1, 3, 1], [2, 3, 8], [2, 8, 2]],
+            lambda i, a, b: torch.baddbmm(i, a, b, beta=-1.5, alpha=0.25), 8, beta=-1.5, alpha=0.25)
+        add("addmv", dtype, [[1], [3, 10], [10]], lambda i, a, b: torch.addmv(i, a, b, beta=2.0, alpha=-1.0), 10,
+            beta=2.0, alpha=-1.0)
+        add("linear", dtype, [[4, 3, 10], [6, 10], [6]], torch.nn.functional.linear, 12)
+        add("linear", dtype, [[37, 50], [21, 50], [21]], torch.nn.functional.linear, 50)
+    return cases
+
+
 def printing():
     cases = []
 
@@ -163,12 +195,13 @@ def printing():
 
 
 def main():
-    golden = {"torch_version": torch.__version__, "products": products(), "printing": printing()}
+    golden = {"torch_version": torch.__version__, "products": products(), "lowp_products": lowp_products(),
+              "printing": printing()}
     path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "linalg_golden.json")
     with open(path, "w") as f:
         json.dump(golden, f)
     print(f"wrote {path} (PyTorch {torch.__version__}, {len(golden['products'])} products, "
-          f"{len(golden['printing'])} printing cases)")
+          f"{len(golden['lowp_products'])} bfloat16/float16 products, {len(golden['printing'])} printing cases)")
 
 
 if __name__ == "__main__":

@@ -87,8 +87,10 @@ void apply_scale_shift(const BatchNormParams& p, const T* x, const Arr<double>& 
 }  // namespace
 
 template <class T>
-void batch_norm_forward_train(const BatchNormParams& p, const T* x, const T* gamma, const T* beta, T* y,
-                              T* save_mean, T* save_invstd, T* running_mean, T* running_var) {
+void batch_norm_forward_train(const BatchNormParams& p, const T* x, const kernels::opmath_t<T>* gamma,
+                              const kernels::opmath_t<T>* beta, T* y, kernels::opmath_t<T>* save_mean,
+                              kernels::opmath_t<T>* save_invstd, kernels::opmath_t<T>* running_mean,
+                              kernels::opmath_t<T>* running_var) {
   check_params(p, "batch_norm_forward_train");
   const Index M = p.N * p.HW;
   MINIDL_CHECK(M > 1, ValueError, "batch_norm_forward_train: expected more than 1 value per channel (N * HW), found ",
@@ -125,8 +127,9 @@ void batch_norm_forward_train(const BatchNormParams& p, const T* x, const T* gam
 }
 
 template <class T>
-void batch_norm_forward_eval(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                             const T* running_mean, const T* running_var, T* y) {
+void batch_norm_forward_eval(const BatchNormParams& p, const T* x, const kernels::opmath_t<T>* gamma,
+                             const kernels::opmath_t<T>* beta, const kernels::opmath_t<T>* running_mean,
+                             const kernels::opmath_t<T>* running_var, T* y) {
   check_params(p, "batch_norm_forward_eval");
   Workspace ws(4 * p.C);
   Arr<double> mean = ws.take(p.C), invstd = ws.take(p.C), scale = ws.take(p.C), shift = ws.take(p.C);
@@ -137,8 +140,9 @@ void batch_norm_forward_eval(const BatchNormParams& p, const T* x, const T* gamm
 }
 
 template <class T>
-void batch_norm_backward(const BatchNormParams& p, const T* x, const T* dy, const T* gamma, const T* save_mean,
-                         const T* save_invstd, T* dx, T* dgamma, T* dbeta) {
+void batch_norm_backward(const BatchNormParams& p, const T* x, const T* dy, const kernels::opmath_t<T>* gamma,
+                         const kernels::opmath_t<T>* save_mean, const kernels::opmath_t<T>* save_invstd, T* dx,
+                         kernels::opmath_t<T>* dgamma, kernels::opmath_t<T>* dbeta) {
   check_params(p, "batch_norm_backward");
   const Index planes = p.N * p.C;
   const double M = static_cast<double>(p.N * p.HW);

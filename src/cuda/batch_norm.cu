@@ -1,8 +1,10 @@
 // Batch normalisation on the GPU through cuDNN's spatial batch norm (declared with the CPU version in
 // kernels/backend.h). Null save_mean / save_invstd: the backward recomputes the statistics from x; eval
 // without running statistics (both null: the layer tracks none) normalises with the batch statistics, as
-// PyTorch does in that case.
+// PyTorch does in that case. bfloat16 / float16 data comes with float32 per-channel vectors (P, kernels::opmath_t:
+// cuDNN's derived statistics type for them, and PyTorch's mixed-precision batch norm).
 #include "kernels/backend.h"
+#include "kernels/convert.h"
 
 #include <cstddef>
 #include <cstdint>
@@ -102,15 +104,15 @@ class ChannelScratch {
 };
 
 /// Normalises with the batch statistics; the statistic outputs are optional in pairs (checked by callers).
-template <class T>
-void forward_batch_statistics(const BatchNormParams& p, const T* x, const T* gamma, const T* beta, T* y,
-                              T* save_mean, T* save_invstd, T* running_mean, T* running_var, const char* op) {
+template <class T, class P = kernels::opmath_t<T>>
+void forward_batch_statistics(const BatchNormParams& p, const T* x, const P* gamma, const P* beta, T* y,
+                              P* save_mean, P* save_invstd, P* running_mean, P* running_var, const char* op) {
   const Descriptors d(p, cudnn_type<T>::value, op);
   check_batch_statistics(p, op);
-  ChannelScratch<T> scratch(p.C);
-  const T* scale = scratch.or_filled(gamma, T(1));
-  const T* shift = scratch.or_filled(beta, T(0));
-  const T one = 1, zero = 0;
+  ChannelScratch<P> scratch(p.C);
+  const P* scale = scratch.or_filled(gamma, P(1));
+  const P* shift = scratch.or_filled(beta, P(0));
+  const cudnn_scale_t<T> one = 1, zero = 0;
   MINIDL_CUDNN_CHECK(cudnnBatchNormalizationForwardTraining(
       cudnn(), kMode, &one, &zero, d.data.get(), x, d.data.get(), y, d.channel.get(), scale, shift, p.momentum,
       running_mean, running_var, p.eps, save_mean, save_invstd));
@@ -119,8 +121,10 @@ void forward_batch_statistics(const BatchNormParams& p, const T* x, const T* gam
 }  // namespace
 
 template <class T>
-void batch_norm_forward_train(const BatchNormParams& p, const T* x, const T* gamma, const T* beta, T* y,
-                              T* save_mean, T* save_invstd, T* running_mean, T* running_var) {
+void batch_norm_forward_train(const BatchNormParams& p, const T* x, const kernels::opmath_t<T>* gamma,
+                              const kernels::opmath_t<T>* beta, T* y, kernels::opmath_t<T>* save_mean,
+                              kernels::opmath_t<T>* save_invstd, kernels::opmath_t<T>* running_mean,
+                              kernels::opmath_t<T>* running_var) {
   const char* op = "batch_norm forward (training)";
   check_pointers(x && y, op);
   check_pair(save_mean, save_invstd, op, "save_mean", "save_invstd");
@@ -129,52 +133,58 @@ void batch_norm_forward_train(const BatchNormParams& p, const T* x, const T* gam
 }
 
 template <class T>
-void batch_norm_forward_eval(const BatchNormParams& p, const T* x, const T* gamma, const T* beta,
-                             const T* running_mean, const T* running_var, T* y) {
+void batch_norm_forward_eval(const BatchNormParams& p, const T* x, const kernels::opmath_t<T>* gamma,
+                             const kernels::opmath_t<T>* beta, const kernels::opmath_t<T>* running_mean,
+                             const kernels::opmath_t<T>* running_var, T* y) {
+  using P = kernels::opmath_t<T>;
   const char* op = "batch_norm forward (evaluation)";
   check_pointers(x && y, op);
   check_pair(running_mean, running_var, op, "running_mean", "running_var");
   if (!running_mean) {
-    forward_batch_statistics<T>(p, x, gamma, beta, y, nullptr, nullptr, nullptr, nullptr, op);
+    forward_batch_statistics<T, P>(p, x, gamma, beta, y, nullptr, nullptr, nullptr, nullptr, op);
     return;
   }
   const Descriptors d(p, cudnn_type<T>::value, op);
-  ChannelScratch<T> scratch(p.C);
-  const T* scale = scratch.or_filled(gamma, T(1));
-  const T* shift = scratch.or_filled(beta, T(0));
-  const T one = 1, zero = 0;
+  ChannelScratch<P> scratch(p.C);
+  const P* scale = scratch.or_filled(gamma, P(1));
+  const P* shift = scratch.or_filled(beta, P(0));
+  const cudnn_scale_t<T> one = 1, zero = 0;
   MINIDL_CUDNN_CHECK(cudnnBatchNormalizationForwardInference(cudnn(), kMode, &one, &zero, d.data.get(), x,
                                                              d.data.get(), y, d.channel.get(), scale, shift,
                                                              running_mean, running_var, p.eps));
 }
 
 template <class T>
-void batch_norm_backward(const BatchNormParams& p, const T* x, const T* dy, const T* gamma, const T* save_mean,
-                         const T* save_invstd, T* dx, T* dgamma, T* dbeta) {
+void batch_norm_backward(const BatchNormParams& p, const T* x, const T* dy, const kernels::opmath_t<T>* gamma,
+                         const kernels::opmath_t<T>* save_mean, const kernels::opmath_t<T>* save_invstd, T* dx,
+                         kernels::opmath_t<T>* dgamma, kernels::opmath_t<T>* dbeta) {
+  using P = kernels::opmath_t<T>;
   const char* op = "batch_norm backward";
   check_pointers(x && dy && dx, op);
   check_pair(save_mean, save_invstd, op, "save_mean", "save_invstd");
   const Descriptors d(p, cudnn_type<T>::value, op);
   check_batch_statistics(p, op);
-  ChannelScratch<T> scratch(p.C);
-  const T* scale = scratch.or_filled(gamma, T(1));
-  T* scale_grad = scratch.or_discarded(dgamma);
-  T* shift_grad = scratch.or_discarded(dbeta);
-  const T one = 1, zero = 0;
+  ChannelScratch<P> scratch(p.C);
+  const P* scale = scratch.or_filled(gamma, P(1));
+  P* scale_grad = scratch.or_discarded(dgamma);
+  P* shift_grad = scratch.or_discarded(dbeta);
+  const cudnn_scale_t<T> one = 1, zero = 0;
   MINIDL_CUDNN_CHECK(cudnnBatchNormalizationBackward(cudnn(), kMode, &one, &zero, &one, &zero, d.data.get(), x,
                                                      d.data.get(), dy, d.data.get(), dx, d.channel.get(), scale,
                                                      scale_grad, shift_grad, p.eps, save_mean, save_invstd));
 }
 
-#define MINIDL_INSTANTIATE_BATCH_NORM(T)                                                                       \
-  template void batch_norm_forward_train<T>(const BatchNormParams&, const T*, const T*, const T*, T*, T*, T*, \
-                                            T*, T*);                                                          \
-  template void batch_norm_forward_eval<T>(const BatchNormParams&, const T*, const T*, const T*, const T*,    \
-                                           const T*, T*);                                                     \
-  template void batch_norm_backward<T>(const BatchNormParams&, const T*, const T*, const T*, const T*,        \
-                                       const T*, T*, T*, T*);
-MINIDL_INSTANTIATE_BATCH_NORM(float)
-MINIDL_INSTANTIATE_BATCH_NORM(double)
+#define MINIDL_INSTANTIATE_BATCH_NORM(T, P)                                                                 \
+  template void batch_norm_forward_train<T>(const BatchNormParams&, const T*, const P*, const P*, T*, P*, P*, \
+                                            P*, P*);                                                          \
+  template void batch_norm_forward_eval<T>(const BatchNormParams&, const T*, const P*, const P*, const P*,    \
+                                           const P*, T*);                                                     \
+  template void batch_norm_backward<T>(const BatchNormParams&, const T*, const T*, const P*, const P*,        \
+                                       const P*, T*, P*, P*);
+MINIDL_INSTANTIATE_BATCH_NORM(float, float)
+MINIDL_INSTANTIATE_BATCH_NORM(double, double)
+MINIDL_INSTANTIATE_BATCH_NORM(BFloat16, float)
+MINIDL_INSTANTIATE_BATCH_NORM(Half, float)
 #undef MINIDL_INSTANTIATE_BATCH_NORM
 
 }  // namespace gpu

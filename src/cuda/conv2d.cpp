@@ -1,7 +1,8 @@
 // 2-d convolution on the GPU (declared with the CPU version in kernels/backend.h): cuDNN's legacy API,
 // with TF32 allowed and float data minidl's own implicit-GEMM kernels (conv2d_igemm.h) and staged kernels
 // (conv2d_staged.h, each of their band choices), or for short reductions (at most 32 taps) minidl's direct
-// kernels (conv2d_direct.h), whichever is fastest.
+// kernels (conv2d_direct.h), whichever is fastest. bfloat16 / float16 data runs on cuDNN alone, on tensor cores
+// with float32 accumulation (the convolution descriptor's compute type); the own kernels are float / double.
 //
 // Algorithm choice: the first call of each pass for a shape (all Conv2dParams fields, dtype, the TF32 and
 // deterministic settings, the device) times the candidates with cudnnFind*AlgorithmEx, which runs kernels and
@@ -76,6 +77,7 @@ class ConvolutionDescriptor {
 struct Settings {
   cudnnDataType_t type;
   cudnnMathType_t math;
+  cudnnDataType_t compute;  // the accumulation type: type itself, float32 for 16-bit data
   bool deterministic;
   bool benchmark;
 };
@@ -85,10 +87,14 @@ Settings current_settings() {
   // FMA math keeps float convolutions in full precision (results match the CPU); tensor-op math offers cuDNN
   // the TF32 tensor-core kernels (with the default math type its search kept to SIMT kernels). Double has no
   // TF32 path, so its math type stays the default.
+  // 16-bit data takes the tensor cores (exact products, float32 sums) whatever the TF32 setting says.
   const bool is_float = std::is_same<T, float>::value;
-  const cudnnMathType_t math = !is_float ? CUDNN_DEFAULT_MATH
+  constexpr bool lowp = kernels::is_reduced_float_v<T>;
+  const cudnnMathType_t math = lowp        ? CUDNN_TENSOR_OP_MATH
+                               : !is_float ? CUDNN_DEFAULT_MATH
                                : cuda::allow_tf32_conv() ? CUDNN_TENSOR_OP_MATH : CUDNN_FMA_MATH;
-  return {cudnn_type<T>::value, math, deterministic(), timed_algorithm_search()};
+  const cudnnDataType_t compute = lowp ? CUDNN_DATA_FLOAT : cudnn_type<T>::value;
+  return {cudnn_type<T>::value, math, compute, deterministic(), timed_algorithm_search()};
 }
 
 std::string describe(const Conv2dParams& p) {
@@ -133,7 +139,7 @@ struct Plan {
       MINIDL_CUDNN_CHECK(cudnnSetConvolution2dDescriptor(
           d.get(), cudnn_dim(p.pad_h, op, "padding"), cudnn_dim(p.pad_w, op, "padding"),
           cudnn_dim(p.stride_h, op, "stride"), cudnn_dim(p.stride_w, op, "stride"),
-          cudnn_dim(p.dil_h, op, "dilation"), cudnn_dim(p.dil_w, op, "dilation"), CUDNN_CROSS_CORRELATION, s.type));
+          cudnn_dim(p.dil_h, op, "dilation"), cudnn_dim(p.dil_w, op, "dilation"), CUDNN_CROSS_CORRELATION, s.compute));
       MINIDL_CUDNN_CHECK(cudnnSetConvolutionGroupCount(d.get(), cudnn_dim(p.groups, op, "groups")));
       MINIDL_CUDNN_CHECK(cudnnSetConvolutionMathType(d.get(), s.math));
     }
@@ -310,7 +316,7 @@ void require_pointers(bool all_set, Pass pass) {
 template <class T>
 void cudnn_forward(const Plan& pl, const Algorithm& a, const T* x, const T* w, const T* bias, T* y,
                    kernels::Activation act, std::int64_t y_size) {
-  const T one = 1, zero = 0;
+  const cudnn_scale_t<T> one = 1, zero = 0;
   const Workspace ws(a.workspace_bytes, "the cuDNN workspace");
   MINIDL_CUDNN_CHECK(cudnnConvolutionForward(cudnn(), &one, pl.x.get(), x, pl.w.get(), w, pl.conv[kForward].get(),
                                              static_cast<cudnnConvolutionFwdAlgo_t>(a.algo), ws.get(),
@@ -320,7 +326,7 @@ void cudnn_forward(const Plan& pl, const Algorithm& a, const T* x, const T* w, c
 }
 template <class T>
 void cudnn_backward_input(const Plan& pl, const Algorithm& a, const T* dy, const T* w, T* dx) {
-  const T one = 1, zero = 0;
+  const cudnn_scale_t<T> one = 1, zero = 0;
   const Workspace ws(a.workspace_bytes, "the cuDNN workspace");
   MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardData(cudnn(), &one, pl.w.get(), w, pl.y.get(), dy,
                                                   pl.conv[kBackwardData].get(),
@@ -329,7 +335,7 @@ void cudnn_backward_input(const Plan& pl, const Algorithm& a, const T* dy, const
 }
 template <class T>
 void cudnn_backward_weight(const Plan& pl, const Algorithm& a, const T* x, const T* dy, T* dw) {
-  const T one = 1, zero = 0;
+  const cudnn_scale_t<T> one = 1, zero = 0;
   const Workspace ws(a.workspace_bytes, "the cuDNN workspace");
   MINIDL_CUDNN_CHECK(cudnnConvolutionBackwardFilter(cudnn(), &one, pl.x.get(), x, pl.y.get(), dy,
                                                     pl.conv[kBackwardFilter].get(),
@@ -400,11 +406,17 @@ void conv2d_forward(const Conv2dParams& p, const T* x, const T* w, const T* bias
       best = consider_staged(best, p, ConvPass::kForward, s,
                              [&](int bands) { staged_conv2d_forward(p, x, w, bias, y, act, bands); });
     }
-    return consider_own(best, s, Impl::kDirect, direct_conv_supports(p),
-                        [&] { direct_conv2d_forward(p, x, w, bias, y, act); });
+    if constexpr (kernels::is_reduced_float_v<T>) {
+      return best;
+    } else {
+      return consider_own(best, s, Impl::kDirect, direct_conv_supports(p),
+                          [&] { direct_conv2d_forward(p, x, w, bias, y, act); });
+    }
   });
   const Algorithm& a = plan.algo[kForward];
-  if (a.impl == Impl::kDirect) return direct_conv2d_forward(p, x, w, bias, y, act);
+  if constexpr (!kernels::is_reduced_float_v<T>) {
+    if (a.impl == Impl::kDirect) return direct_conv2d_forward(p, x, w, bias, y, act);
+  }
   if constexpr (std::is_same<T, float>::value) {
     if (a.impl == Impl::kImplicitGemm) return igemm_conv2d_forward(p, x, w, bias, y, act);
     if (a.impl == Impl::kStaged) return staged_conv2d_forward(p, x, w, bias, y, act, a.bands);
@@ -478,23 +490,34 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
       best = consider_staged(best, p, ConvPass::kBackwardWeight, s,
                              [&](int bands) { staged_conv2d_backward_weight(p, x, dy, dw, nullptr, bands); });
     }
-    return consider_own(best, s, Impl::kDirect, direct_conv_supports(p),
-                        [&] { direct_conv2d_backward_weight(p, x, dy, dw); });
+    if constexpr (kernels::is_reduced_float_v<T>) {
+      return best;
+    } else {
+      return consider_own(best, s, Impl::kDirect, direct_conv_supports(p),
+                          [&] { direct_conv2d_backward_weight(p, x, dy, dw); });
+    }
   });
   const Algorithm& a = plan.algo[kBackwardFilter];
   if constexpr (std::is_same<T, float>::value) {  // the staged kernel sums dy for the bias gradient itself
     if (a.impl == Impl::kStaged) return staged_conv2d_backward_weight(p, x, dy, dw, dbias, a.bands);
   }
-  if (a.impl == Impl::kDirect) {
-    direct_conv2d_backward_weight(p, x, dy, dw);
-  } else if (a.impl == Impl::kImplicitGemm) {
-    if constexpr (std::is_same<T, float>::value) igemm_conv2d_backward_weight(p, x, dy, dw);  // float only
-  } else {
+  if constexpr (kernels::is_reduced_float_v<T>) {
+    // The layer computes a 16-bit bias gradient with the sum op (float32 accumulation); none is asked for here.
+    MINIDL_CHECK(dbias == nullptr, ValueError, kPassNames[kBackwardFilter],
+                 ": internal error, a 16-bit bias gradient is the layer's (the sum op)");
     cudnn_backward_weight(plan, a, x, dy, dw);
+  } else {
+    if (a.impl == Impl::kDirect) {
+      direct_conv2d_backward_weight(p, x, dy, dw);
+    } else if (a.impl == Impl::kImplicitGemm) {
+      if constexpr (std::is_same<T, float>::value) igemm_conv2d_backward_weight(p, x, dy, dw);  // float only
+    } else {
+      cudnn_backward_weight(plan, a, x, dy, dw);
+    }
+    // The other kernels leave the bias gradient to the sum op's reduction, faster than cuDNN's backward-bias
+    // kernel.
+    if (dbias) channel_sum(dy, p.N, p.K, p.P * p.Q, dbias);
   }
-  // The other kernels leave the bias gradient to the sum op's reduction, faster than cuDNN's backward-bias
-  // kernel.
-  if (dbias) channel_sum(dy, p.N, p.K, p.P * p.Q, dbias);
 }
 
 #define MINIDL_INSTANTIATE_CONV2D(T)                                                                     \
@@ -503,6 +526,8 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
   template void conv2d_backward_weight<T>(const Conv2dParams&, const T*, const T*, T*, T*);
 MINIDL_INSTANTIATE_CONV2D(float)
 MINIDL_INSTANTIATE_CONV2D(double)
+MINIDL_INSTANTIATE_CONV2D(BFloat16)
+MINIDL_INSTANTIATE_CONV2D(Half)
 #undef MINIDL_INSTANTIATE_CONV2D
 
 }  // namespace gpu
@@ -518,7 +543,10 @@ std::vector<std::string> conv2d_algorithm_choices() {
         detail::str("cuda:", key[18], " input ", key[0], "x", key[1], "x", key[2], "x", key[3], ", weight ", key[4],
                     "x", key[1] / key[13], "x", key[5], "x", key[6], ", stride ", key[7], "x", key[8], ", padding ",
                     key[9], "x", key[10], ", dilation ", key[11], "x", key[12], ", groups ", key[13],
-                    key[14] == CUDNN_DATA_DOUBLE ? ", double" : ", float",
+                    key[14] == CUDNN_DATA_DOUBLE     ? ", double"
+                    : key[14] == CUDNN_DATA_BFLOAT16 ? ", bfloat16"
+                    : key[14] == CUDNN_DATA_HALF     ? ", float16"
+                                                     : ", float",
                     key[15] == CUDNN_TENSOR_OP_MATH ? ", TF32 allowed" : "", key[16] ? ", deterministic" : "",
                     key[17] ? "" : ", untimed (benchmark off or deterministic)");
     for (int pass = 0; pass < gpu::kNumPasses; ++pass) {

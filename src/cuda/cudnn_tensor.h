@@ -5,9 +5,11 @@
 
 #include <cstdint>
 #include <limits>
+#include <type_traits>
 
 #include "cuda/context.h"
 #include "minidl/errors.h"
+#include "minidl/float16.h"
 
 namespace minidl {
 namespace gpu {
@@ -15,6 +17,11 @@ namespace gpu {
 template <class T> struct cudnn_type;
 template <> struct cudnn_type<float> { static constexpr cudnnDataType_t value = CUDNN_DATA_FLOAT; };
 template <> struct cudnn_type<double> { static constexpr cudnnDataType_t value = CUDNN_DATA_DOUBLE; };
+template <> struct cudnn_type<BFloat16> { static constexpr cudnnDataType_t value = CUDNN_DATA_BFLOAT16; };
+template <> struct cudnn_type<Half> { static constexpr cudnnDataType_t value = CUDNN_DATA_HALF; };
+/// The type of cuDNN's alpha / beta scaling factors for data of type T: double for double, float otherwise
+/// (16-bit data is computed in float32).
+template <class T> using cudnn_scale_t = std::conditional_t<std::is_same<T, double>::value, double, float>;
 
 /// cuDNN's legacy API takes int dimensions; a larger shape must fail loudly instead of wrapping around.
 inline int cudnn_dim(std::int64_t v, const char* op, const char* field) {

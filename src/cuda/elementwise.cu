@@ -28,10 +28,13 @@ void unary(kernels::UnaryOp op, const kernels::OpScalars& s, const Tensor& x, Te
 template <class T>
 void activate_in_place(kernels::Activation act, T* y, i64 n) {
   if (act == kernels::Activation::None) return;
-  launch_map(y, n, kernels::Relu<T>{T(0)}, static_cast<const T*>(y));
+  using C = kernels::opmath_t<T>;
+  launch_map(y, n, kernels::Relu<C>{C(0)}, static_cast<const T*>(y));
 }
 template void activate_in_place<float>(kernels::Activation, float*, i64);
 template void activate_in_place<double>(kernels::Activation, double*, i64);
+template void activate_in_place<BFloat16>(kernels::Activation, BFloat16*, i64);
+template void activate_in_place<Half>(kernels::Activation, Half*, i64);
 
 void binary(kernels::BinaryOp op, const kernels::OpScalars& s, const Tensor& a, const Tensor& b, Tensor& out) {
   const i64 n = out.numel();

@@ -5,7 +5,9 @@
 // Windows two wide at stride two along w (the usual 2x2 pooling) have their own max-pool kernels, in which a
 // thread takes neighbouring outputs with wide loads and stores: with one output and scalar accesses per
 // thread, a warp's accesses were 8-byte pairs, and the passes ran at about two thirds of the copy bandwidth.
+// bfloat16 / float16 are compared and summed in float32 (kernels::opmath_t) and stored rounded once.
 #include "kernels/backend.h"
+#include "kernels/convert.h"
 
 #include <algorithm>
 #include <cstdint>
@@ -66,7 +68,7 @@ __global__ void max_pool_forward_kernel(Geometry<I> g, const T* __restrict__ x, 
     for (I h = h_begin; h < h_end; ++h) {
       for (I w = w_begin; w < w_end; ++w) {
         const T v = xp[h * g.W + w];
-        if (kernels::replaces_max(v, best)) {
+        if (kernels::replaces_max<kernels::opmath_t<T>>(v, best)) {  // 16-bit data compared as float
           best = v;
           arg = h * g.W + w;
         }
@@ -113,7 +115,7 @@ __global__ void max_pool_forward_pairs_kernel(Geometry<I> g, const T* __restrict
       for (int k = 0; k < 2 * V; ++k) {
         // The general kernel's rule: the first maximum, or the last NaN (| rather than ||: selects, not
         // branches).
-        const bool take = (v[k] > best.v[k / 2]) | static_cast<bool>(isnan(v[k]));
+        const bool take = (v[k] > best.v[k / 2]) | static_cast<bool>(kernels::m_isnan<kernels::opmath_t<T>>(v[k]));
         best.v[k / 2] = take ? v[k] : best.v[k / 2];
         arg[k / 2] = take ? h * g.W + w0 + k : arg[k / 2];
       }
@@ -137,14 +139,14 @@ __global__ void max_pool_backward_kernel(Geometry<I> g, const T* __restrict__ dy
     const I w = i % g.W, h = (i / g.W) % g.H, plane = i / (g.W * g.H);
     const Cover<I> rows = covering(h, g.ph, g.kh, g.sh, g.P), cols = covering(w, g.pw, g.kw, g.sw, g.Q);
     const I self = h * g.W + w, base = plane * g.P * g.Q;
-    T sum = 0;
+    kernels::opmath_t<T> sum = 0;
     for (I r = rows.begin; r < rows.end; ++r) {
       for (I c = cols.begin; c < cols.end; ++c) {
         const I o = base + r * g.Q + c;
-        if (indices[o] == self) sum += dy[o];
+        if (indices[o] == self) sum += static_cast<kernels::opmath_t<T>>(dy[o]);
       }
     }
-    dx[i] = sum;
+    dx[i] = static_cast<T>(sum);
   }
 }
 
@@ -202,13 +204,14 @@ __global__ void avg_pool_forward_kernel(Geometry<I> g, const T* __restrict__ x, 
     const I h0 = row * g.sh - g.ph, w0 = q * g.sw - g.pw;
     const I h_begin = max(h0, I{0}), h_end = min(h0 + g.kh, g.H);
     const I w_begin = max(w0, I{0}), w_end = min(w0 + g.kw, g.W);
-    T sum = 0;
+    using A = kernels::opmath_t<T>;
+    A sum = 0;
     for (I h = h_begin; h < h_end; ++h) {
-      for (I w = w_begin; w < w_end; ++w) sum += xp[h * g.W + w];
+      for (I w = w_begin; w < w_end; ++w) sum += static_cast<A>(xp[h * g.W + w]);
     }
     // With floor-mode output sizes no window reaches past the padding, so count_include_pad's divisor is
     // always the full window.
-    y[i] = sum / static_cast<T>(g.kh * g.kw);
+    y[i] = static_cast<T>(sum / static_cast<A>(g.kh * g.kw));
   }
 }
 
@@ -218,11 +221,12 @@ __global__ void avg_pool_backward_kernel(Geometry<I> g, const T* __restrict__ dy
     const I w = i % g.W, h = (i / g.W) % g.H, plane = i / (g.W * g.H);
     const Cover<I> rows = covering(h, g.ph, g.kh, g.sh, g.P), cols = covering(w, g.pw, g.kw, g.sw, g.Q);
     const T* dyp = dy + static_cast<std::int64_t>(plane) * g.P * g.Q;
-    T sum = 0;
+    using A = kernels::opmath_t<T>;
+    A sum = 0;
     for (I r = rows.begin; r < rows.end; ++r) {
-      for (I c = cols.begin; c < cols.end; ++c) sum += dyp[r * g.Q + c];
+      for (I c = cols.begin; c < cols.end; ++c) sum += static_cast<A>(dyp[r * g.Q + c]);
     }
-    dx[i] = sum / static_cast<T>(g.kh * g.kw);
+    dx[i] = static_cast<T>(sum / static_cast<A>(g.kh * g.kw));
   }
 }
 
@@ -357,6 +361,8 @@ void avg_pool2d_backward(const Pool2dParams& p, const T* dy, T* dx) {
   template void avg_pool2d_backward<T>(const Pool2dParams&, const T*, T*);
 MINIDL_INSTANTIATE_POOL2D(float)
 MINIDL_INSTANTIATE_POOL2D(double)
+MINIDL_INSTANTIATE_POOL2D(BFloat16)
+MINIDL_INSTANTIATE_POOL2D(Half)
 #undef MINIDL_INSTANTIATE_POOL2D
 
 }  // namespace gpu

@@ -7,14 +7,15 @@
 //
 // Tensor kernels: all tensors are contiguous; outputs are allocated by the caller (the op layer in src/ops),
 // which has already checked shapes, dtypes and devices. Layer kernels (conv2d, pool2d, batch_norm) take raw,
-// contiguous buffers instead (device pointers on the GPU); T is float or double, and the parameter structs
-// (kernels/params.h) must have been finalize()d. On the GPU all work is queued on gpu::stream().
-//
+// contiguous buffers instead (device pointers on the GPU); T is float or double (for the GPU kernels that
+// MINIDL_LAYER_KERNEL_LOWP routes also bfloat16 / float16), and the parameter structs (kernels/params.h) must
+// have been finalize()d. On the GPU all work is queued on gpu::stream().
 // This header includes no CUDA header: the routing needs only gpu::DeviceGuard (cuda/device_guard.h).
 #include <cstdint>
 #include <vector>
 
 #include "kernels/clip_grad.h"
+#include "kernels/convert.h"
 #include "kernels/dispatch_types.h"
 #include "kernels/elementwise.h"
 #include "kernels/index_geometry.h"
@@ -269,8 +270,9 @@
   void avg_pool2d_backward(const kernels::Pool2dParams& p, const T* dy, T* dx);
 
 // ---- batch_norm: src/cpu/batch_norm.cpp, src/cuda/batch_norm.cu ------------------------------------------
-// Over (N, C, HW), statistics per channel; per-channel arrays hold C values; a null gamma means 1 and a null beta
-// 0 (affine off), a null dgamma / dbeta that those gradients are not wanted. PyTorch's semantics:
+// Over (N, C, HW), statistics per channel; per-channel arrays hold C values of P = kernels::opmath_t<T> (T itself
+// for float / double; float32 beside the GPU's bfloat16 / float16 data, as cuDNN takes them); a null gamma means 1
+// and a null beta 0 (affine off), a null dgamma / dbeta that those gradients are not wanted. PyTorch's semantics:
 // y = (x - mean) * invstd * gamma + beta, invstd = 1 / sqrt(var + eps) with the biased batch variance.
 //   batch_norm_forward_train: writes y and save_mean, save_invstd (for the backward) and, when not null,
 //                             moves running_mean / running_var by `momentum` towards the batch mean and the
@@ -279,14 +281,19 @@
 //   batch_norm_backward:      training-mode gradient from the saved statistics; overwrites dx, dgamma, dbeta.
 #define MINIDL_BATCH_NORM_KERNELS                                                                                    \
   template <class T>                                                                                                 \
-  void batch_norm_forward_train(const kernels::BatchNormParams& p, const T* x, const T* gamma, const T* beta,        \
-                                T* y, T* save_mean, T* save_invstd, T* running_mean, T* running_var);                \
+  void batch_norm_forward_train(const kernels::BatchNormParams& p, const T* x, const kernels::opmath_t<T>* gamma,    \
+                                const kernels::opmath_t<T>* beta, T* y, kernels::opmath_t<T>* save_mean,             \
+                                kernels::opmath_t<T>* save_invstd, kernels::opmath_t<T>* running_mean,               \
+                                kernels::opmath_t<T>* running_var);                                                  \
   template <class T>                                                                                                 \
-  void batch_norm_forward_eval(const kernels::BatchNormParams& p, const T* x, const T* gamma, const T* beta,         \
-                               const T* running_mean, const T* running_var, T* y);                                   \
+  void batch_norm_forward_eval(const kernels::BatchNormParams& p, const T* x, const kernels::opmath_t<T>* gamma,     \
+                               const kernels::opmath_t<T>* beta, const kernels::opmath_t<T>* running_mean,           \
+                               const kernels::opmath_t<T>* running_var, T* y);                                       \
   template <class T>                                                                                                 \
-  void batch_norm_backward(const kernels::BatchNormParams& p, const T* x, const T* dy, const T* gamma,               \
-                           const T* save_mean, const T* save_invstd, T* dx, T* dgamma, T* dbeta);
+  void batch_norm_backward(const kernels::BatchNormParams& p, const T* x, const T* dy,                               \
+                           const kernels::opmath_t<T>* gamma, const kernels::opmath_t<T>* save_mean,                 \
+                           const kernels::opmath_t<T>* save_invstd, T* dx, kernels::opmath_t<T>* dgamma,             \
+                           kernels::opmath_t<T>* dbeta);
 
 // ---- rnn: src/cpu/rnn.cpp, src/cuda/rnn.cu (the formulas: kernels/rnn_cell.h) ---------------------------------
 // One time step's pointwise gate math of nn::RNN / LSTM / GRU and their cells: f(e) for every element e < f.numel()
@@ -396,8 +403,29 @@ void copy_bytes(void* dst, Device dst_device, const void* src, Device src_device
     MINIDL_ON_BACKEND((tensor).device(), name<T>(__VA_ARGS__));                     \
   })
 
+// MINIDL_LAYER_KERNEL for a kernel whose GPU form also takes bfloat16 and float16 (instantiated in its .cu file
+// for those two as well). The CPU's layer kernels have no 16-bit form: a layer op sends 16-bit CPU tensors
+// through layers::needs_float_path (layers/lowp.h) before it gets here, so reaching the CPU with one is an internal error.
+#if MINIDL_CUDA_ENABLED
+#define MINIDL_LAYER_KERNEL_LOWP(tensor, name, ...)                                                          \
+  ::minidl::kernels::dispatch_floating_lowp((tensor).dtype(), #name, [&](auto tag_) {                     \
+    using T = typename decltype(tag_)::type;                                                              \
+    if constexpr (::minidl::kernels::is_reduced_float_v<T>) {                                             \
+      if (!(tensor).device().is_cuda()) ::minidl::detail::throw_no_cpu_lowp_kernel(#name, (tensor).dtype()); \
+      ::minidl::gpu::DeviceGuard guard_((tensor).device().index());                                       \
+      ::minidl::gpu::name<T>(__VA_ARGS__);                                                                \
+    } else {                                                                                              \
+      MINIDL_ON_BACKEND((tensor).device(), name<T>(__VA_ARGS__));                                         \
+    }                                                                                                     \
+  })
+#else
+#define MINIDL_LAYER_KERNEL_LOWP(tensor, name, ...) MINIDL_LAYER_KERNEL(tensor, name, __VA_ARGS__)
+#endif
+
 namespace minidl {
 namespace detail {
 [[noreturn]] void throw_cuda_not_built();
+/// The internal error of MINIDL_LAYER_KERNEL_LOWP: a 16-bit tensor reached a CPU layer kernel.
+[[noreturn]] void throw_no_cpu_lowp_kernel(const char* kernel, DType dtype);
 }  // namespace detail
 }  // namespace minidl

@@ -25,6 +25,8 @@ using AllTypes = CommaList<0 MINIDL_FORALL_DTYPES(MINIDL_DTYPE_LIST_ENTRY)>::typ
 #undef MINIDL_DTYPE_LIST_ENTRY
 /// The kernels that exist in the two standard floating types only.
 using FloatDouble = DTypeSet<DType::Float32, DType::Float64>;
+/// The layer kernels with 16-bit forms too (float32 arithmetic inside): MINIDL_LAYER_KERNEL_LOWP.
+using FloatingLowp = DTypeSet<DType::Float32, DType::Float64, DType::BFloat16, DType::Float16>;
 /// Sums: the floating types and int64 (integral sums are taken in int64).
 using SumTypes = DTypeSet<DType::Float32, DType::Float64, DType::Int64>;
 
@@ -41,6 +43,8 @@ void dispatch(DTypeSet<Ds...>, DType dt, const char* op, F&& f) {
 template <class F> void dispatch_all(DType dt, const char* op, F&& f) { dispatch(AllTypes{}, dt, op, f); }
 /// float32 and float64: the kernels whose bfloat16 / float16 versions are still to come.
 template <class F> void dispatch_floating(DType dt, const char* op, F&& f) { dispatch(FloatDouble{}, dt, op, f); }
+/// float32, float64, bfloat16 and float16: the kernels that compute 16-bit data in float32.
+template <class F> void dispatch_floating_lowp(DType dt, const char* op, F&& f) { dispatch(FloatingLowp{}, dt, op, f); }
 
 /// f(TypeTag<E>) with E the unsigned integer type of `bytes` bytes (1, 2, 4 or 8), or Pack16 for 16 (a backend's
 /// 16-byte vector, uint4 on the GPU; void: none). The kernels that only move elements (gathers, plain scatters)

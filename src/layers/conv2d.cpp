@@ -4,6 +4,7 @@
 // incoming gradient with the saved output (ReLU's rule) and continues as conv2d's.
 #include "autocast/policy.h"
 #include "layers/layer_utils.h"
+#include "layers/lowp.h"
 #include "minidl/nn/functional.h"
 #include "ops/op_utils.h"
 
@@ -45,10 +46,24 @@ Tensor conv2d_with(const Tensor& input_in, const Tensor& weight_in, const Tensor
     MINIDL_CHECK(bias.dim() == 1 && bias.size(0) == p.K, ValueError, op, ": bias must have shape [", p.K, "], found ",
                  shape_str(bias.sizes()));
   }
-  Tensor out = ops::empty_as({p.N, p.K, p.P, p.Q}, input);
-  MINIDL_LAYER_KERNEL(input, conv2d_forward, p, layers::ptr<T>(input), layers::ptr<T>(weight), layers::ptr<T>(bias),
-                      layers::ptr<T>(out), act);
+  if (layers::needs_float_path(input, true)) {
+    return conv2d_with(layers::widen(input), layers::widen(weight), layers::widen(bias), stride, padding, dilation,
+                       groups, act)
+        .to(input.dtype());
+  }
   const bool relu = act == kernels::Activation::Relu;
+  // 16-bit data (cuDNN on the GPU): the bias, and the ReLU after it, in one elementwise pass after the convolution
+  // (the kernels' fused epilogue is float/double); the bias gradient from the sum op, which accumulates in float32.
+  const bool lowp = input.dtype() == kBFloat16 || input.dtype() == kFloat16;
+  const bool bias_apart = lowp && bias.defined();
+  Tensor out = ops::empty_as({p.N, p.K, p.P, p.Q}, input);
+  MINIDL_LAYER_KERNEL_LOWP(input, conv2d_forward, p, layers::ptr<T>(input), layers::ptr<T>(weight),
+                           bias_apart ? nullptr : layers::ptr<T>(bias), layers::ptr<T>(out),
+                           bias_apart ? kernels::Activation::None : act);
+  if (bias_apart && out.numel() > 0) {
+    MINIDL_ON_BACKEND(out.device(), binary(relu ? kernels::BinaryOp::AddRelu : kernels::BinaryOp::Add, 1.0, out,
+                                           bias.view({1, p.K, 1, 1}), out));
+  }
   autograd::SavedTensor sx(input, op), sw(weight, op);
   autograd::SavedTensor sy = relu ? autograd::SavedTensor(out, op) : autograd::SavedTensor();
   const bool need_x = input.requires_grad(), need_w = weight.requires_grad(),
@@ -65,15 +80,14 @@ Tensor conv2d_with(const Tensor& input_in, const Tensor& weight_in, const Tensor
     // The bias gradient (a per-channel sum of g) comes with the weight gradient's pass over g where there is one.
     if (need_w) {
       dw = ops::empty_as(w.sizes(), g);
-      if (need_b) db = ops::empty_as({p.K}, g);
-      MINIDL_LAYER_KERNEL(g, conv2d_backward_weight, p, layers::ptr<T>(x), layers::ptr<T>(g), layers::ptr<T>(dw),
+      if (need_b && !lowp) db = ops::empty_as({p.K}, g);
+      MINIDL_LAYER_KERNEL_LOWP(g, conv2d_backward_weight, p, layers::ptr<T>(x), layers::ptr<T>(g), layers::ptr<T>(dw),
                           layers::ptr<T>(db));
-    } else if (need_b) {
-      db = sum(g, {0, 2, 3});
     }
+    if (need_b && !db.defined()) db = sum(g, {0, 2, 3});
     if (need_x) {
       dx = ops::empty_as(x.sizes(), g);
-      MINIDL_LAYER_KERNEL(g, conv2d_backward_input, p, layers::ptr<T>(g), layers::ptr<T>(w), layers::ptr<T>(dx));
+      MINIDL_LAYER_KERNEL_LOWP(g, conv2d_backward_input, p, layers::ptr<T>(g), layers::ptr<T>(w), layers::ptr<T>(dx));
     }
     return std::vector<Tensor>{dx, dw, db};
   });

@@ -7,6 +7,7 @@
 // backend kernel, conv2d's algorithm search on the GPU included, serves it unchanged.
 #include "autocast/policy.h"
 #include "layers/layer_utils.h"
+#include "layers/lowp.h"
 #include "minidl/autograd.h"
 #include "minidl/nn/functional.h"
 #include "ops/op_utils.h"
@@ -74,6 +75,11 @@ Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const T
     return conv_transpose2d(pad(input_in, PadFuncOptions({0, ew, 0, eh})), weight_in, bias_in, stride, padding,
                             {output_padding.h % stride.h, output_padding.w % stride.w}, groups, dilation);
   }
+  if (layers::needs_float_path(input_in, true)) {
+    return conv_transpose2d(layers::widen(input_in), layers::widen(weight_in), layers::widen(bias_in), stride, padding,
+                            output_padding, groups, dilation)
+        .to(input_in.dtype());
+  }
   const Tensor input = ops::dense(input_in), weight = ops::dense(weight_in), bias = ops::dense(bias_in);
   const std::int64_t N = input.size(0), Cout = weight.size(1) * groups;
   if (bias.defined()) {
@@ -104,7 +110,7 @@ Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const T
   p.N = N;
   Tensor out = ops::empty_as({N, Cout, Hout, Wout}, input);
   if (N > 0) {
-    MINIDL_LAYER_KERNEL(input, conv2d_backward_input, p, layers::ptr<T>(input), layers::ptr<T>(weight),
+    MINIDL_LAYER_KERNEL_LOWP(input, conv2d_backward_input, p, layers::ptr<T>(input), layers::ptr<T>(weight),
                         layers::ptr<T>(out));
     if (bias.defined()) {
       NoGradGuard no_grad;
@@ -126,13 +132,13 @@ Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const T
     // The weight gradient first, as conv2d's backward: its scratch is given back before dx exists.
     if (need_w) {
       dw = ops::empty_as(w.sizes(), g);
-      MINIDL_LAYER_KERNEL(g, conv2d_backward_weight, p, layers::ptr<T>(g), layers::ptr<T>(x), layers::ptr<T>(dw),
+      MINIDL_LAYER_KERNEL_LOWP(g, conv2d_backward_weight, p, layers::ptr<T>(g), layers::ptr<T>(x), layers::ptr<T>(dw),
                           static_cast<T*>(nullptr));
     }
     if (need_b) db = sum(g, {0, 2, 3});
     if (need_x) {
       dx = ops::empty_as(x.sizes(), g);
-      MINIDL_LAYER_KERNEL(g, conv2d_forward, p, layers::ptr<T>(g), layers::ptr<T>(w), static_cast<const T*>(nullptr),
+      MINIDL_LAYER_KERNEL_LOWP(g, conv2d_forward, p, layers::ptr<T>(g), layers::ptr<T>(w), static_cast<const T*>(nullptr),
                           layers::ptr<T>(dx), kernels::Activation::None);
     }
     return std::vector<Tensor>{dx, dw, db};

@@ -1,5 +1,6 @@
 // Dropout: a mask of 0 and 1/(1-p) drawn from the device's generator (Philox on both devices), multiplied in;
 // the backward multiplies the gradient by the same mask.
+#include "layers/lowp.h"
 #include "ops/op_utils.h"
 #include "minidl/nn/functional.h"
 
@@ -29,6 +30,7 @@ Tensor dropout(const Tensor& input_in, double p, bool training) {
   if (!training) return input_in;
   check_arguments(input_in, p, "dropout");
   if (p == 0.0) return input_in;
+  if (layers::needs_float_path(input_in, true)) return dropout(layers::widen(input_in), p, training).to(input_in.dtype());
   const Tensor input = ops::dense(input_in);
   Tensor out = ops::empty_as(input.sizes(), input), mask = ops::empty_as(input.sizes(), input);
   MINIDL_ON_BACKEND(input.device(), dropout(input, p, out, mask));

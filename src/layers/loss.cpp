@@ -1,6 +1,7 @@
 // Losses. cross_entropy without options is fused: one log-softmax pass forward, and a backward that writes
 // (softmax - smoothed one-hot) * grad directly, never materialising the one-hot target.
 #include "autocast/policy.h"
+#include "layers/lowp.h"
 #include "ops/op_utils.h"
 #include "minidl/nn/functional.h"
 #include "minidl/nn/modules/loss.h"
@@ -73,6 +74,9 @@ Tensor cross_entropy(const Tensor& input_in, const Tensor& target_in, Reduction 
   const Tensor input = ops::dense(input_in), target = ops::dense(target_in);
   MINIDL_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0, ValueError,
                "cross_entropy: label_smoothing must be in [0, 1], found ", label_smoothing);
+  if (layers::needs_float_path(input, true)) {
+    return cross_entropy(layers::widen(input), target, reduction, label_smoothing).to(input.dtype());
+  }
   Tensor log_probs;
   {
     NoGradGuard no_grad;
@@ -85,6 +89,7 @@ Tensor nll_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduc
   MINIDL_AUTOCAST(nll_loss, input_in, target_in, reduction);
   check_classification(input_in, target_in, "nll_loss");
   const Tensor input = ops::dense(input_in), target = ops::dense(target_in);
+  if (layers::needs_float_path(input, true)) return nll_loss(layers::widen(input), target, reduction).to(input.dtype());
   return loss_from_log_probs(input, input.detach(), target, 0.0, false, reduction, "NllLossBackward");
 }
 

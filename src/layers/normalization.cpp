@@ -8,6 +8,7 @@
 
 #include "autocast/policy.h"
 #include "layers/layer_utils.h"
+#include "layers/lowp.h"
 #include "minidl/math.h"
 #include "minidl/nn/functional.h"
 #include "minidl/reduction.h"
@@ -23,16 +24,20 @@ void check_eps(double eps, const char* op) {
   MINIDL_CHECK(std::isfinite(eps) && eps >= 0.0, ValueError, op, ": eps must be finite and >= 0, found ", eps);
 }
 
-/// The row kernels take float32 and float64 (kernels::dispatch_floating); anything else is refused here, by name.
-void check_dtype(const Tensor& input, const char* op) {
-  MINIDL_CHECK(input.dtype() == kFloat32 || input.dtype() == kFloat64, TypeError, op,
-               ": expected an input of dtype float32 or float64, found ", dtype_name(input.dtype()));
+/// The row kernels take float32 and float64 (kernels::dispatch_floating); bfloat16 and float16 inputs of the ops
+/// that take them (`lowp`) go through the float path (layers/lowp.h). Anything else is refused here, by name.
+void check_dtype(const Tensor& input, const char* op, bool lowp = false) {
+  const DType d = input.dtype();
+  const bool ok = d == kFloat32 || d == kFloat64 || (lowp && (d == kBFloat16 || d == kFloat16));
+  MINIDL_CHECK(ok, TypeError, op, ": expected an input of dtype ",
+               lowp ? "float32, float64, bfloat16 or float16" : "float32 or float64", ", found ", dtype_name(d));
 }
 
-/// An optional parameter: undefined, or `expected` shaped and on the input's device with its dtype.
+/// An optional parameter: undefined, or `expected` shaped and on the input's device with its dtype (or float32
+/// beside a 16-bit input).
 void check_param(const Tensor& param, const Tensor& input, const Shape& expected, const char* op, const char* name) {
   if (!param.defined()) return;
-  ops::check_same(input, param, op);
+  layers::check_param_dtype(input, param, op, name);
   MINIDL_CHECK(param.sizes() == expected, ValueError, op, ": ", name, " must have shape ", shape_str(expected),
                ", found ", shape_str(param.sizes()));
 }
@@ -72,7 +77,7 @@ Tensor row_norm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_
 Tensor normalize_trailing(const Tensor& input, const std::vector<std::int64_t>& normalized_shape, const Tensor& weight,
                           const Tensor& bias, double eps, bool centered, const char* op) {
   ops::check_defined(input, op, "input");
-  check_dtype(input, op);
+  check_dtype(input, op, true);
   check_eps(eps, op);
   const std::int64_t k = static_cast<std::int64_t>(normalized_shape.size());
   MINIDL_CHECK(k >= 1, ValueError, op, ": normalized_shape must have at least one dimension, found []");
@@ -86,6 +91,11 @@ Tensor normalize_trailing(const Tensor& input, const std::vector<std::int64_t>& 
   const Shape nshape(normalized_shape.begin(), normalized_shape.end());
   check_param(weight, input, nshape, op, "weight");
   check_param(bias, input, nshape, op, "bias");
+  if (layers::needs_float_path(input, false)) {
+    return normalize_trailing(layers::widen(input), normalized_shape, layers::widen(weight), layers::widen(bias), eps,
+                              centered, op)
+        .to(input.dtype());
+  }
   const std::int64_t n = ops::prod(nshape, 0, nshape.size());
   const std::int64_t rows = n == 0 ? 0 : input.numel() / n;
   const Tensor w = weight.defined() ? weight.reshape({n}) : Tensor();
@@ -111,9 +121,9 @@ Tensor normalize_groups(const Tensor& input, std::int64_t groups, const Tensor& 
   return y;
 }
 
-void check_channels_input(const Tensor& input, const char* op) {
+void check_channels_input(const Tensor& input, const char* op, bool lowp = false) {
   ops::check_defined(input, op, "input");
-  check_dtype(input, op);
+  check_dtype(input, op, lowp);
   MINIDL_CHECK(input.dim() >= 2, ValueError, op, ": expected an input of shape (N, C, *) with at least 2 dims, found ",
                shape_str(input.sizes()));
 }
@@ -131,7 +141,7 @@ Tensor rms_norm(const Tensor& input, const std::vector<std::int64_t>& normalized
   MINIDL_AUTOCAST(rms_norm, input, normalized_shape, weight, eps);
   const char* op = "rms_norm";
   ops::check_defined(input, op, "input");
-  check_dtype(input, op);
+  check_dtype(input, op, true);
   const double e = eps ? *eps
                        : (input.dtype() == kFloat64 ? std::numeric_limits<double>::epsilon()
                                                     : static_cast<double>(std::numeric_limits<float>::epsilon()));
@@ -141,7 +151,7 @@ Tensor rms_norm(const Tensor& input, const std::vector<std::int64_t>& normalized
 Tensor group_norm(const Tensor& input, std::int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
   MINIDL_AUTOCAST(group_norm, input, num_groups, weight, bias, eps);
   const char* op = "group_norm";
-  check_channels_input(input, op);
+  check_channels_input(input, op, true);
   check_eps(eps, op);
   const std::int64_t C = input.size(1);
   MINIDL_CHECK(num_groups > 0 && C % num_groups == 0, ValueError, op, ": expected the number of channels (", C,
@@ -149,6 +159,10 @@ Tensor group_norm(const Tensor& input, std::int64_t num_groups, const Tensor& we
                shape_str(input.sizes()));
   check_param(weight, input, {C}, op, "weight");
   check_param(bias, input, {C}, op, "bias");
+  if (layers::needs_float_path(input, false)) {
+    return normalize_groups(layers::widen(input), num_groups, layers::widen(weight), layers::widen(bias), eps, op)
+        .to(input.dtype());
+  }
   return normalize_groups(input, num_groups, weight, bias, eps, op);
 }
 

@@ -1,5 +1,6 @@
 // Pooling: max (with argmax indices for backward), average, adaptive average.
 #include "layers/layer_utils.h"
+#include "layers/lowp.h"
 #include "minidl/nn/functional.h"
 
 namespace minidl {
@@ -28,15 +29,18 @@ kernels::Pool2dParams pool_params(const Tensor& input, ExpandingArray2 k, Expand
 Tensor max_pool2d(const Tensor& input_in, ExpandingArray2 kernel_size, ExpandingArray2 stride,
                   ExpandingArray2 padding) {
   const kernels::Pool2dParams p = pool_params(input_in, kernel_size, stride, padding, "max_pool2d");
+  if (layers::needs_float_path(input_in, true)) {
+    return max_pool2d(layers::widen(input_in), kernel_size, stride, padding).to(input_in.dtype());
+  }
   const Tensor input = ops::dense(input_in);
   Tensor out = ops::empty_as({p.N, p.C, p.P, p.Q}, input);
   Tensor indices = empty({p.N, p.C, p.P, p.Q}, TensorOptions(kInt64).device(input.device()));
-  MINIDL_LAYER_KERNEL(input, max_pool2d_forward, p, layers::ptr<T>(input), layers::ptr<T>(out),
+  MINIDL_LAYER_KERNEL_LOWP(input, max_pool2d_forward, p, layers::ptr<T>(input), layers::ptr<T>(out),
                       indices.data_ptr<std::int64_t>());
   const Shape in_shape = input.sizes();
   return autograd::record(out, "MaxPool2dBackward", {input}, [=](const Tensor& g) {
     Tensor dx = ops::empty_as(in_shape, g);
-    MINIDL_LAYER_KERNEL(g, max_pool2d_backward, p, layers::ptr<T>(g), indices.data_ptr<std::int64_t>(),
+    MINIDL_LAYER_KERNEL_LOWP(g, max_pool2d_backward, p, layers::ptr<T>(g), indices.data_ptr<std::int64_t>(),
                         layers::ptr<T>(dx));
     return std::vector<Tensor>{dx};
   });
@@ -45,13 +49,16 @@ Tensor max_pool2d(const Tensor& input_in, ExpandingArray2 kernel_size, Expanding
 Tensor avg_pool2d(const Tensor& input_in, ExpandingArray2 kernel_size, ExpandingArray2 stride,
                   ExpandingArray2 padding) {
   const kernels::Pool2dParams p = pool_params(input_in, kernel_size, stride, padding, "avg_pool2d");
+  if (layers::needs_float_path(input_in, true)) {
+    return avg_pool2d(layers::widen(input_in), kernel_size, stride, padding).to(input_in.dtype());
+  }
   const Tensor input = ops::dense(input_in);
   Tensor out = ops::empty_as({p.N, p.C, p.P, p.Q}, input);
-  MINIDL_LAYER_KERNEL(input, avg_pool2d_forward, p, layers::ptr<T>(input), layers::ptr<T>(out));
+  MINIDL_LAYER_KERNEL_LOWP(input, avg_pool2d_forward, p, layers::ptr<T>(input), layers::ptr<T>(out));
   const Shape in_shape = input.sizes();
   return autograd::record(out, "AvgPool2dBackward", {input}, [=](const Tensor& g) {
     Tensor dx = ops::empty_as(in_shape, g);
-    MINIDL_LAYER_KERNEL(g, avg_pool2d_backward, p, layers::ptr<T>(g), layers::ptr<T>(dx));
+    MINIDL_LAYER_KERNEL_LOWP(g, avg_pool2d_backward, p, layers::ptr<T>(g), layers::ptr<T>(dx));
     return std::vector<Tensor>{dx};
   });
 }

@@ -1,5 +1,7 @@
-// softmax and log_softmax over one dim; the backward uses only the saved output.
+// softmax and log_softmax over one dim; the backward uses only the saved output. bfloat16 / float16: computed in
+// float32 by the GPU kernels, through the float path on the CPU (layers/lowp.h); the result in the input's dtype.
 #include "autocast/policy.h"
+#include "layers/lowp.h"
 #include "ops/op_utils.h"
 
 namespace minidl {
@@ -9,6 +11,7 @@ Tensor softmax_impl(const Tensor& a_in, std::int64_t dim, bool log, const char* 
   ops::check_defined(a_in, name, "self");
   const Tensor a = ops::dense(a_in);
   ops::check_floating(a, name);
+  if (layers::needs_float_path(a, true)) return softmax_impl(layers::widen(a), dim, log, name).to(a.dtype());
   const auto d = static_cast<std::size_t>(ops::wrap_dim(dim, a.dim(), name));
   const Shape& s = a.sizes();
   const std::int64_t outer = ops::prod(s, 0, d), n = s.empty() ? 1 : s[d], inner = ops::prod(s, d + 1, s.size());

@@ -608,6 +608,27 @@ TEST(ApiExamples, Checkpoints) {
   std::filesystem::remove(path + ".state");
 }
 
+TEST(ApiExamples, Autocast) {
+  Mlp amp_model(10, 32, 3);
+  optim::SGD amp_opt(amp_model->parameters(), optim::SGDOptions(0.05));
+  Tensor amp_x = randn({8, 10}), amp_y = randint(0, 3, {8});
+  Tensor amp_loss;
+  {
+    autocast::AutocastGuard guard(kCPU, kBFloat16);      // torch.autocast("cpu", dtype=torch.bfloat16)
+    Tensor logits = amp_model(amp_x);                    // the linear layers in bfloat16
+    amp_loss = nn::functional::cross_entropy(logits, amp_y);  // the loss in float32
+  }
+  amp_opt.zero_grad();
+  amp_loss.backward();                                   // gradients of the float32 parameters in float32
+  amp_opt.step();
+  EXPECT_EQ(amp_loss.dtype(), kFloat32);
+  for (const auto& p : amp_model->parameters()) {
+    EXPECT_EQ(p.dtype(), kFloat32);
+    EXPECT_EQ(p.grad().dtype(), kFloat32);
+  }
+  EXPECT_FALSE(autocast::is_autocast_enabled(kCPU));
+}
+
 TEST(ApiExamples, DevicesAndThreads) {
   std::cout << "minidl " << version() << ", CUDA " << (cuda::is_available() ? "available" : "not available")
             << ", " << get_num_threads() << " CPU threads\n";

@@ -1,5 +1,6 @@
 #pragma once
 // Umbrella header: everything a user of minidl needs.
+#include "minidl/autocast.h"
 #include "minidl/autograd.h"
 #include "minidl/config.h"
 #include "minidl/cuda.h"

@@ -7,6 +7,7 @@
 #include <queue>
 #include <unordered_map>
 
+#include "autocast/policy.h"
 #include "autograd/anomaly.h"
 #include "autograd/node.h"
 #include "minidl/ops.h"
@@ -33,6 +34,8 @@ void backward(const std::vector<Tensor>& roots, const std::vector<Tensor>& grads
   MINIDL_CHECK(roots.size() == grads.size(), ValueError, "backward: ", roots.size(), " tensors but ", grads.size(),
                " gradients");
   NoGradGuard no_grad;  // the backward closures themselves are not recorded
+  // Backward rules compute in the dtypes their forward chose: autocast is off here, as on PyTorch's engine threads.
+  const autocast::policy::Suspend no_autocast;
   std::unordered_map<Node*, Tensor> buffer;
   std::vector<std::shared_ptr<Node>> keep_alive;
   for (std::size_t i = 0; i < roots.size(); ++i) {

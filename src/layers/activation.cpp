@@ -1,6 +1,7 @@
 // The activations of nn/functional/activation.h. Each elementwise one is one kernel op of the tables in
 // src/kernels/elementwise.h, whose backward is the matching gradient functor on the saved input, so the CPU and
 // the GPU evaluate the same formula.
+#include "autocast/policy.h"
 #include "minidl/nn/functional/activation.h"
 
 #include "minidl/autograd.h"
@@ -40,6 +41,7 @@ Tensor logsigmoid(const Tensor& input) {
 }
 
 Tensor softplus(const Tensor& input, const SoftplusFuncOptions& o) {
+  MINIDL_AUTOCAST(softplus, input, o);
   MINIDL_CHECK(o.beta() != 0.0, ValueError, "softplus: beta must be nonzero, found ", o.beta());
   return activation(input, UnaryOp::Softplus, BinaryOp::SoftplusGrad, OpScalars(o.beta(), o.threshold()), "softplus",
                     "SoftplusBackward");

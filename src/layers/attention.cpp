@@ -1,6 +1,7 @@
 // scaled_dot_product_attention: the argument checks, the composed reference path (the CPU's, and the GPU's for
 // the cases the fused kernels do not take), and the route to the flash-attention kernels (src/cuda/
 // flash_attention.cu) with their backward rule.
+#include "autocast/policy.h"
 #include "minidl/nn/functional/attention.h"
 
 #include <algorithm>
@@ -179,6 +180,7 @@ Tensor flash_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool i
 Tensor scaled_dot_product_attention(const Tensor& query, const Tensor& key, const Tensor& value,
                                     const Tensor& attn_mask, double dropout_p, bool is_causal,
                                     std::optional<double> scale) {
+  MINIDL_AUTOCAST(scaled_dot_product_attention, query, key, value, attn_mask, dropout_p, is_causal, scale);
   ops::check_defined(query, kOp, "query");
   const std::int64_t e = query.dim() > 0 ? query.size(-1) : 0;
   const double sc = scale ? *scale : 1.0 / std::sqrt(static_cast<double>(std::max<std::int64_t>(e, 1)));

@@ -2,6 +2,7 @@
 // own GEMM on the CPU). conv2d_relu applies the ReLU in the forward kernel's epilogue, so the convolution's
 // output is written once instead of written, read and written again by a separate ReLU; its backward masks the
 // incoming gradient with the saved output (ReLU's rule) and continues as conv2d's.
+#include "autocast/policy.h"
 #include "layers/layer_utils.h"
 #include "layers/lowp.h"
 #include "minidl/nn/functional.h"
@@ -96,11 +97,13 @@ Tensor conv2d_with(const Tensor& input_in, const Tensor& weight_in, const Tensor
 
 Tensor conv2d(const Tensor& input, const Tensor& weight, const Tensor& bias, ExpandingArray2 stride,
               ExpandingArray2 padding, ExpandingArray2 dilation, std::int64_t groups) {
+  MINIDL_AUTOCAST(conv2d, input, weight, bias, stride, padding, dilation, groups);
   return conv2d_with(input, weight, bias, stride, padding, dilation, groups, kernels::Activation::None);
 }
 
 Tensor conv2d_relu(const Tensor& input, const Tensor& weight, const Tensor& bias, ExpandingArray2 stride,
                    ExpandingArray2 padding, ExpandingArray2 dilation, std::int64_t groups) {
+  MINIDL_AUTOCAST(conv2d_relu, input, weight, bias, stride, padding, dilation, groups);
   return conv2d_with(input, weight, bias, stride, padding, dilation, groups, kernels::Activation::Relu);
 }
 

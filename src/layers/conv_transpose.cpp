@@ -5,6 +5,7 @@
 // kW) is conv2d's (K, C/groups, R, S) as it is), its forward is conv2d's input-gradient pass, its input gradient
 // conv2d's forward, and its weight gradient conv2d's weight gradient with the two activations swapped. So every
 // backend kernel, conv2d's algorithm search on the GPU included, serves it unchanged.
+#include "autocast/policy.h"
 #include "layers/layer_utils.h"
 #include "layers/lowp.h"
 #include "minidl/autograd.h"
@@ -32,6 +33,7 @@ std::int64_t transposed_size(std::int64_t in, std::int64_t stride, std::int64_t 
 Tensor conv_transpose2d(const Tensor& input_in, const Tensor& weight_in, const Tensor& bias_in, ExpandingArray2 stride,
                         ExpandingArray2 padding, ExpandingArray2 output_padding, std::int64_t groups,
                         ExpandingArray2 dilation) {
+  MINIDL_AUTOCAST(conv_transpose2d, input_in, weight_in, bias_in, stride, padding, output_padding, groups, dilation);
   const char* op = "conv_transpose2d";
   ops::check_defined(input_in, op, "input");
   ops::check_defined(weight_in, op, "weight");
@@ -156,6 +158,7 @@ void check_1d(const char* op, const Tensor& input, const Tensor& weight, const c
 
 Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, std::int64_t stride, std::int64_t padding,
               std::int64_t dilation, std::int64_t groups) {
+  MINIDL_AUTOCAST(conv1d, input, weight, bias, stride, padding, dilation, groups);
   const char* op = "conv1d";
   check_1d(op, input, weight, "(out_channels, in_channels/groups, k)");
   // conv2d checks the rest, but its messages would name conv2d and a height: the ones a user can meet are here.
@@ -175,6 +178,7 @@ Tensor conv1d(const Tensor& input, const Tensor& weight, const Tensor& bias, std
 
 Tensor conv_transpose1d(const Tensor& input, const Tensor& weight, const Tensor& bias, std::int64_t stride,
                         std::int64_t padding, std::int64_t output_padding, std::int64_t groups, std::int64_t dilation) {
+  MINIDL_AUTOCAST(conv_transpose1d, input, weight, bias, stride, padding, output_padding, groups, dilation);
   check_1d("conv_transpose1d", input, weight, "(in_channels, out_channels/groups, k)");
   return conv_transpose2d(input.unsqueeze(2), weight.unsqueeze(2), bias, {1, stride}, {0, padding}, {0, output_padding},
                           groups, {1, dilation})

@@ -4,6 +4,7 @@
 // incoming gradient with the saved output (linear_relu), and the weight-gradient GEMM sums the bias gradient in its
 // epilogue where it can, else a reduction does. float32, float64, bfloat16 and float16 (all operands one dtype,
 // the GEMMs accumulating in float32 for the 16-bit types).
+#include "autocast/policy.h"
 #include "layers/layer_utils.h"
 #include "minidl/nn/functional.h"
 #include "ops/op_utils.h"
@@ -88,10 +89,12 @@ Tensor linear_with(const Tensor& input_in, const Tensor& weight_in, const Tensor
 }  // namespace
 
 Tensor linear(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  MINIDL_AUTOCAST(linear, input, weight, bias);
   return linear_with(input, weight, bias, false);
 }
 
 Tensor linear_relu(const Tensor& input, const Tensor& weight, const Tensor& bias) {
+  MINIDL_AUTOCAST(linear_relu, input, weight, bias);
   return linear_with(input, weight, bias, true);
 }
 

@@ -1,5 +1,6 @@
 // Losses. cross_entropy without options is fused: one log-softmax pass forward, and a backward that writes
 // (softmax - smoothed one-hot) * grad directly, never materialising the one-hot target.
+#include "autocast/policy.h"
 #include "layers/lowp.h"
 #include "ops/op_utils.h"
 #include "minidl/nn/functional.h"
@@ -68,6 +69,7 @@ Tensor loss_from_log_probs(const Tensor& input, const Tensor& log_probs, const T
 }  // namespace
 
 Tensor cross_entropy(const Tensor& input_in, const Tensor& target_in, Reduction reduction, double label_smoothing) {
+  MINIDL_AUTOCAST(cross_entropy, input_in, target_in, reduction, label_smoothing);
   check_classification(input_in, target_in, "cross_entropy");
   const Tensor input = ops::dense(input_in), target = ops::dense(target_in);
   MINIDL_CHECK(label_smoothing >= 0.0 && label_smoothing <= 1.0, ValueError,
@@ -84,6 +86,7 @@ Tensor cross_entropy(const Tensor& input_in, const Tensor& target_in, Reduction 
 }
 
 Tensor nll_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction) {
+  MINIDL_AUTOCAST(nll_loss, input_in, target_in, reduction);
   check_classification(input_in, target_in, "nll_loss");
   const Tensor input = ops::dense(input_in), target = ops::dense(target_in);
   if (layers::needs_float_path(input, true)) return nll_loss(layers::widen(input), target, reduction).to(input.dtype());
@@ -91,6 +94,7 @@ Tensor nll_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduc
 }
 
 Tensor mse_loss(const Tensor& input, const Tensor& target, Reduction reduction) {
+  MINIDL_AUTOCAST(mse_loss, input, target, reduction);
   ops::check_same(input, target, "mse_loss");
   ops::check_floating(input, "mse_loss");
   MINIDL_CHECK(input.sizes() == target.sizes(), ValueError, "mse_loss: input shape ", shape_str(input.sizes()),
@@ -137,6 +141,7 @@ Tensor weighted(const Tensor& losses, const Tensor& weight) { return weight.defi
 }  // namespace
 
 Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const BinaryCrossEntropyFuncOptions& o) {
+  MINIDL_AUTOCAST(binary_cross_entropy, input, target, o);
   const char* op = "binary_cross_entropy";
   check_pointwise(input, target, op);
   check_weight(o.weight(), input, op, "weight");
@@ -152,6 +157,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Bin
 
 Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& target,
                                         const BinaryCrossEntropyWithLogitsFuncOptions& o) {
+  MINIDL_AUTOCAST(binary_cross_entropy_with_logits, input, target, o);
   const char* op = "binary_cross_entropy_with_logits";
   check_pointwise(input, target, op);
   check_weight(o.weight(), input, op, "weight");
@@ -163,11 +169,13 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input, const Tensor& targe
 }
 
 Tensor l1_loss(const Tensor& input, const Tensor& target, const L1LossFuncOptions& o) {
+  MINIDL_AUTOCAST(l1_loss, input, target, o);
   check_pointwise(input, target, "l1_loss");
   return reduce(abs(input - target), o.reduction(), "l1_loss");
 }
 
 Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1LossFuncOptions& o) {
+  MINIDL_AUTOCAST(smooth_l1_loss, input, target, o);
   const char* op = "smooth_l1_loss";
   check_pointwise(input, target, op);
   const double beta = o.beta();
@@ -178,6 +186,7 @@ Tensor smooth_l1_loss(const Tensor& input, const Tensor& target, const SmoothL1L
 }
 
 Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFuncOptions& o) {
+  MINIDL_AUTOCAST(huber_loss, input, target, o);
   const char* op = "huber_loss";
   check_pointwise(input, target, op);
   const double delta = o.delta();
@@ -187,6 +196,7 @@ Tensor huber_loss(const Tensor& input, const Tensor& target, const HuberLossFunc
 }
 
 Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions& o) {
+  MINIDL_AUTOCAST(kl_div, input, target, o);
   const char* op = "kl_div";
   check_pointwise(input, target, op);
   const Tensor losses = o.log_target() ? exp(target) * (target - input)
@@ -197,6 +207,7 @@ Tensor kl_div(const Tensor& input, const Tensor& target, const KLDivFuncOptions&
 }
 
 Tensor cross_entropy(const Tensor& input_in, const Tensor& target, const CrossEntropyFuncOptions& o) {
+  MINIDL_AUTOCAST(cross_entropy, input_in, target, o);
   const char* op = "cross_entropy";
   ops::check_defined(input_in, op, "input");
   ops::check_defined(target, op, "target");

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autocast/policy.h"
 #include "layers/layer_utils.h"
 #include "layers/lowp.h"
 #include "minidl/math.h"
@@ -131,11 +132,13 @@ void check_channels_input(const Tensor& input, const char* op, bool lowp = false
 
 Tensor layer_norm(const Tensor& input, const std::vector<std::int64_t>& normalized_shape, const Tensor& weight,
                   const Tensor& bias, double eps) {
+  MINIDL_AUTOCAST(layer_norm, input, normalized_shape, weight, bias, eps);
   return normalize_trailing(input, normalized_shape, weight, bias, eps, true, "layer_norm");
 }
 
 Tensor rms_norm(const Tensor& input, const std::vector<std::int64_t>& normalized_shape, const Tensor& weight,
                 std::optional<double> eps) {
+  MINIDL_AUTOCAST(rms_norm, input, normalized_shape, weight, eps);
   const char* op = "rms_norm";
   ops::check_defined(input, op, "input");
   check_dtype(input, op, true);
@@ -146,6 +149,7 @@ Tensor rms_norm(const Tensor& input, const std::vector<std::int64_t>& normalized
 }
 
 Tensor group_norm(const Tensor& input, std::int64_t num_groups, const Tensor& weight, const Tensor& bias, double eps) {
+  MINIDL_AUTOCAST(group_norm, input, num_groups, weight, bias, eps);
   const char* op = "group_norm";
   check_channels_input(input, op, true);
   check_eps(eps, op);

@@ -1,6 +1,7 @@
 // The recurrence op of the recurrent layers (layers/rnn.h). Forward per step: h_{t-1} W_hh^T by the matmul kernel
 // into one reused buffer, then the fused gate kernel (kernels/rnn_cell.h) writing the new states into z. Nothing
 // per step allocates or reads back: on the GPU the steps queue on the stream.
+#include "autocast/policy.h"
 #include "layers/rnn.h"
 
 #include "layers/layer_utils.h"
@@ -43,6 +44,7 @@ void set_initial(Tensor& z, i64 p, i64 slot, const Tensor& s) {
 
 Tensor rnn_recurrence(RnnMode mode, const Tensor& gx, const Tensor& w_hh_in, const Tensor& b_hh_in, const Tensor& h0,
                       const Tensor& c0, bool reverse, const char* name) {
+  MINIDL_AUTOCAST(rnn_recurrence, mode, gx, w_hh_in, b_hh_in, h0, c0, reverse, name);
   const Tensor w_hh = ops::dense(w_hh_in), b_hh = ops::dense(b_hh_in);
   const bool lstm = mode == RnnMode::LSTM, gru = mode == RnnMode::GRU;
   const i64 T = gx.size(0), B = gx.size(1), G = w_hh.size(0), H = w_hh.size(1);

@@ -8,6 +8,7 @@
 #include <atomic>
 #include <cmath>
 
+#include "autocast/policy.h"
 #include "core/env_switch.h"
 #include "core/tensor_impl.h"
 #include "layers/rnn.h"
@@ -353,30 +354,40 @@ void RNNCellImplBase::pretty_print(std::ostream& os) const {
   os << ")";
 }
 
-std::tuple<Tensor, Tensor> RNNCellImplBase::step(const Tensor& input, const Tensor& hx, const Tensor& cx) {
-  const std::string n = name();
-  const bool lstm = mode_ == RNNMode::LSTM;
+namespace {
+/// One step of a cell (PyTorch's lstm_cell, gru_cell, rnn_tanh_cell, rnn_relu_cell): the cell's op, which autocast
+/// lowers as a whole on CUDA.
+std::tuple<Tensor, Tensor> rnn_cell(const std::string& n, RNNMode mode, i64 input_size, i64 hidden_size,
+                                    const Tensor& input, const Tensor& hx, const Tensor& cx, const Tensor& w_ih,
+                                    const Tensor& w_hh, const Tensor& b_ih, const Tensor& b_hh) {
+  MINIDL_AUTOCAST(rnn_cell, n, mode, input_size, hidden_size, input, hx, cx, w_ih, w_hh, b_ih, b_hh);
+  const bool lstm = mode == RNNMode::LSTM;
   MINIDL_CHECK(input.defined() && (input.dim() == 1 || input.dim() == 2), ValueError, n,
                ": expected input of 1 (unbatched) or 2 (batched) dimensions, found shape ",
                input.defined() ? shape_str(input.sizes()) : "undefined");
-  MINIDL_CHECK(input.size(-1) == input_size_, ValueError, n, ": expected input.size(-1) to be input_size ", input_size_,
+  MINIDL_CHECK(input.size(-1) == input_size, ValueError, n, ": expected input.size(-1) to be input_size ", input_size,
                ", found shape ", shape_str(input.sizes()));
-  ops::check_same(input, weight_ih, (n + " input").c_str());
+  ops::check_same(input, w_ih, (n + " input").c_str());
   const bool batched = input.dim() == 2;
   const Tensor x = batched ? input : input.unsqueeze(0);
-  const Shape state_shape = batched ? Shape{x.size(0), hidden_size_} : Shape{hidden_size_};
+  const Shape state_shape = batched ? Shape{x.size(0), hidden_size} : Shape{hidden_size};
   check_state(n, "hx", hx, state_shape, input);
   check_state(n, "cx", cx, state_shape, input);
   const Tensor h0 = hx.defined() && !batched ? hx.unsqueeze(0) : hx;
   const Tensor c0 = cx.defined() && !batched ? cx.unsqueeze(0) : cx;
-  const Tensor gx = F::linear(x, weight_ih, bias_ih).contiguous().unsqueeze(0);
-  const Tensor z = layers::rnn_recurrence(kernel_mode(mode_), gx, weight_hh, bias_hh, h0, c0, false, n.c_str());
+  const Tensor gx = F::linear(x, w_ih, b_ih).contiguous().unsqueeze(0);
+  const Tensor z = layers::rnn_recurrence(kernel_mode(mode), gx, w_hh, b_hh, h0, c0, false, n.c_str());
   Tensor h = z.select(0, 0).select(0, 1), c = lstm ? z.select(0, 1).select(0, 1) : Tensor();
   if (!batched) {
     h = h.squeeze(0);
     if (lstm) c = c.squeeze(0);
   }
   return {h, c};
+}
+}  // namespace
+
+std::tuple<Tensor, Tensor> RNNCellImplBase::step(const Tensor& input, const Tensor& hx, const Tensor& cx) {
+  return rnn_cell(name(), mode_, input_size_, hidden_size_, input, hx, cx, weight_ih, weight_hh, bias_ih, bias_hh);
 }
 
 }  // namespace detail

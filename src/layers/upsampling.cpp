@@ -2,6 +2,7 @@
 // kernels/upsample.h (a 1-d input is a plane of height 1).
 #include <cmath>
 
+#include "autocast/policy.h"
 #include "layers/layer_utils.h"
 #include "minidl/autograd.h"
 #include "minidl/nn/functional.h"
@@ -23,6 +24,7 @@ std::vector<V> per_dim(const std::vector<V>& given, std::int64_t spatial, const 
 }  // namespace
 
 Tensor interpolate(const Tensor& input_in, const InterpolateFuncOptions& options) {
+  MINIDL_AUTOCAST(interpolate, input_in, options);
   const char* op = "interpolate";
   ops::check_defined(input_in, op, "input");
   ops::check_floating(input_in, op);

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "autocast/policy.h"
 #include "minidl/linalg.h"
 #include "ops/op_utils.h"
 
@@ -117,6 +118,7 @@ Tensor contract(Tensor a, Tensor b, const std::vector<bool>& summed) {
 }  // namespace
 
 Tensor einsum(const std::string& equation, const std::vector<Tensor>& tensors) {
+  MINIDL_AUTOCAST(einsum, equation, tensors);
   MINIDL_CHECK(!tensors.empty(), ValueError, "einsum: expected at least one operand");
   for (std::size_t i = 0; i < tensors.size(); ++i) {
     ops::check_defined(tensors[i], "einsum", "tensors");

@@ -1,6 +1,7 @@
 // Elementwise arithmetic, comparisons and activations, their backward rules and their Tensor methods, and
 // the helpers of ops/elementwise.h (the math functions are in math.cpp). Binary ops broadcast like NumPy and
 // reduce each gradient back to its input's exact shape with sum_to.
+#include "autocast/policy.h"
 #include "ops/elementwise.h"
 
 #include <cmath>
@@ -174,6 +175,7 @@ Tensor div(const Tensor& a_in, const Tensor& b_in) {
 }
 
 Tensor pow(const Tensor& a_in, const Tensor& b_in) {
+  MINIDL_AUTOCAST(pow, a_in, b_in);
   Tensor a = a_in, b = b_in;
   Tensor out = binary_forward(BinaryOp::Pow, 1.0, a, b, "pow");
   SavedTensor sa(a, "pow"), sb(b, "pow"), so(out, "pow");
@@ -281,6 +283,7 @@ Tensor floor_divide(const Tensor& a, const Scalar& s) { return floor_divide(a, s
 Tensor remainder(const Tensor& a, const Scalar& s) { return remainder(a, scalar_tensor(a, s, "remainder")); }
 
 Tensor pow(const Tensor& a_in, double p) {
+  MINIDL_AUTOCAST(pow, a_in, p);
   Tensor a = a_in;
   Tensor out = unary_forward(UnaryOp::PowScalar, p, a, "pow");
   SavedTensor sa(a, "pow");
@@ -298,6 +301,7 @@ Tensor neg(const Tensor& a_in) {
 }
 
 Tensor exp(const Tensor& a_in) {
+  MINIDL_AUTOCAST(exp, a_in);
   Tensor a = a_in;
   Tensor out = unary_forward(UnaryOp::Exp, 0.0, a, "exp");
   SavedTensor so(out, "exp");
@@ -306,6 +310,7 @@ Tensor exp(const Tensor& a_in) {
 }
 
 Tensor log(const Tensor& a_in) {
+  MINIDL_AUTOCAST(log, a_in);
   Tensor a = a_in;
   Tensor out = unary_forward(UnaryOp::Log, 0.0, a, "log");
   SavedTensor sa(a, "log");

@@ -6,6 +6,7 @@
 //   scatter_add_: self <- g;                                   src <- gather(g, dim, index)
 // (src's gradient is zero-padded where src is larger than index). A 0-d tensor counts as one of one element,
 // as in PyTorch.
+#include "autocast/policy.h"
 #include "autograd/inplace.h"
 #include "minidl/indexing.h"
 #include "ops/index_access.h"
@@ -160,6 +161,7 @@ Tensor scatter(const Tensor& self, std::int64_t dim, const Tensor& index, const 
 }
 
 Tensor scatter_add(const Tensor& self, std::int64_t dim, const Tensor& index, const Tensor& src) {
+  MINIDL_AUTOCAST(scatter_add, self, dim, index, src);
   check_args(self, dim, index, &src, "scatter_add");
   return self.clone().scatter_add_(dim, index, src);
 }

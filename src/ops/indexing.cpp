@@ -5,6 +5,7 @@
 // whose gradient is index_put with accumulate into zeros. index_put_ writes through the same view.
 #include <cstring>
 
+#include "autocast/policy.h"
 #include "autograd/inplace.h"
 #include "minidl/indexing.h"
 #include "ops/index_access.h"
@@ -312,6 +313,7 @@ Tensor Tensor::index_put(const std::vector<Tensor>& indices, const Tensor& value
 }
 
 Tensor index_put(const Tensor& self, const std::vector<Tensor>& indices, const Tensor& values, bool accumulate) {
+  MINIDL_AUTOCAST(index_put, self, indices, values, accumulate);
   ops::check_defined(self, "index_put", "self");
   return self.clone().index_put_(indices, values, accumulate);
 }

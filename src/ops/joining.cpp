@@ -2,6 +2,7 @@
 // one pass, and its backward hands each input the matching slice (a view) of the gradient. The pieces of a split are
 // views of the input; their backward rules write into one gradient buffer of the input's shape (record_pieces).
 #include "autograd/node.h"
+#include "autocast/policy.h"
 #include "kernels/joining.h"
 #include "minidl/joining.h"
 #include "ops/op_utils.h"
@@ -82,6 +83,7 @@ std::int64_t split_dim(const Tensor& self, std::int64_t dim, const char* op) {
 }  // namespace
 
 Tensor cat(const std::vector<Tensor>& tensors, std::int64_t dim) {
+  MINIDL_AUTOCAST(cat, tensors, dim);
   MINIDL_CHECK(!tensors.empty(), ValueError, "cat: expected a non-empty list of tensors");
   const Tensor* ref = nullptr;  // the first tensor that is not skipped: it sets the rank and the sizes
   DType dtype = DType::Bool;
@@ -162,6 +164,7 @@ Tensor concat(const std::vector<Tensor>& tensors, std::int64_t dim) { return cat
 Tensor concatenate(const std::vector<Tensor>& tensors, std::int64_t dim) { return cat(tensors, dim); }
 
 Tensor stack(const std::vector<Tensor>& tensors, std::int64_t dim) {
+  MINIDL_AUTOCAST(stack, tensors, dim);
   MINIDL_CHECK(!tensors.empty(), ValueError, "stack: expected a non-empty list of tensors");
   for (std::size_t k = 0; k < tensors.size(); ++k) {
     MINIDL_CHECK(tensors[k].defined(), ValueError, "stack: tensor ", k, " of the list is undefined");

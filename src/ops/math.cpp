@@ -4,6 +4,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autocast/policy.h"
 #include "autograd/inplace.h"
 #include "minidl/math.h"
 #include "ops/elementwise.h"
@@ -135,14 +136,17 @@ Tensor cos(const Tensor& a) {
                           [](const Tensor& g, const Tensor& x) { return neg(mul(g, sin(x))); });
 }
 Tensor tan(const Tensor& a) {
+  MINIDL_AUTOCAST(tan, a);
   return unary_from_output(UnaryOp::Tan, a, "tan", "TanBackward",
                            [](const Tensor& g, const Tensor& y) { return mul(g, add(square(y), 1)); });
 }
 Tensor asin(const Tensor& a) {
+  MINIDL_AUTOCAST(asin, a);
   return unary_from_input(UnaryOp::Asin, a, "asin", "AsinBackward",
                           [](const Tensor& g, const Tensor& x) { return mul(g, rsqrt(add(neg(square(x)), 1))); });
 }
 Tensor acos(const Tensor& a) {
+  MINIDL_AUTOCAST(acos, a);
   return unary_from_input(UnaryOp::Acos, a, "acos", "AcosBackward",
                           [](const Tensor& g, const Tensor& x) { return neg(mul(g, rsqrt(add(neg(square(x)), 1)))); });
 }
@@ -151,10 +155,12 @@ Tensor atan(const Tensor& a) {
                           [](const Tensor& g, const Tensor& x) { return div(g, add(square(x), 1)); });
 }
 Tensor sinh(const Tensor& a) {
+  MINIDL_AUTOCAST(sinh, a);
   return unary_from_input(UnaryOp::Sinh, a, "sinh", "SinhBackward",
                           [](const Tensor& g, const Tensor& x) { return mul(g, cosh(x)); });
 }
 Tensor cosh(const Tensor& a) {
+  MINIDL_AUTOCAST(cosh, a);
   return unary_from_input(UnaryOp::Cosh, a, "cosh", "CoshBackward",
                           [](const Tensor& g, const Tensor& x) { return mul(g, sinh(x)); });
 }
@@ -173,26 +179,32 @@ Tensor exp2(const Tensor& a) {
                            [](const Tensor& g, const Tensor& y) { return mul(mul(g, y), kLn2); });
 }
 Tensor expm1(const Tensor& a) {
+  MINIDL_AUTOCAST(expm1, a);
   return unary_from_output(UnaryOp::Expm1, a, "expm1", "Expm1Backward",
                            [](const Tensor& g, const Tensor& y) { return mul(g, add(y, 1)); });
 }
 Tensor log2(const Tensor& a) {
+  MINIDL_AUTOCAST(log2, a);
   return unary_from_input(UnaryOp::Log2, a, "log2", "Log2Backward",
                           [](const Tensor& g, const Tensor& x) { return div(g, mul(x, kLn2)); });
 }
 Tensor log10(const Tensor& a) {
+  MINIDL_AUTOCAST(log10, a);
   return unary_from_input(UnaryOp::Log10, a, "log10", "Log10Backward",
                           [](const Tensor& g, const Tensor& x) { return div(g, mul(x, kLn10)); });
 }
 Tensor log1p(const Tensor& a) {
+  MINIDL_AUTOCAST(log1p, a);
   return unary_from_input(UnaryOp::Log1p, a, "log1p", "Log1pBackward",
                           [](const Tensor& g, const Tensor& x) { return div(g, add(x, 1)); });
 }
 Tensor rsqrt(const Tensor& a) {
+  MINIDL_AUTOCAST(rsqrt, a);
   return unary_from_output(UnaryOp::Rsqrt, a, "rsqrt", "RsqrtBackward",
                            [](const Tensor& g, const Tensor& y) { return mul(mul(g, mul(square(y), y)), -0.5); });
 }
 Tensor reciprocal(const Tensor& a) {
+  MINIDL_AUTOCAST(reciprocal, a);
   return unary_from_output(UnaryOp::Reciprocal, a, "reciprocal", "ReciprocalBackward",
                            [](const Tensor& g, const Tensor& y) { return neg(mul(g, square(y))); });
 }
@@ -249,6 +261,7 @@ Tensor isfinite(const Tensor& a_in) {
 // ---- binary functions ------------------------------------------------------------------------------------
 
 Tensor atan2(const Tensor& a_in, const Tensor& b_in) {
+  MINIDL_AUTOCAST(atan2, a_in, b_in);
   Tensor a = a_in, b = b_in;
   Tensor out = binary_forward(BinaryOp::Atan2, 0.0, a, b, "atan2");
   SavedTensor sa(a, "atan2"), sb(b, "atan2");

@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "autocast/policy.h"
 #include "minidl/linalg.h"
 #include "ops/op_utils.h"
 
@@ -225,6 +226,7 @@ Tensor add_scaled(const Tensor& input, const Tensor& prod, const Scalar& beta, c
 }  // namespace
 
 Tensor matmul(const Tensor& a, const Tensor& b) {
+  MINIDL_AUTOCAST(matmul, a, b);
   check_operands(a, b, "matmul");
   MINIDL_CHECK(a.dim() >= 1 && b.dim() >= 1, ValueError, "matmul: both arguments need at least 1 dimension, found ",
                a.dim(), "-d and ", b.dim(), "-d (shapes ", shape_str(a.sizes()), " and ", shape_str(b.sizes()), ")");
@@ -240,6 +242,7 @@ Tensor matmul(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mm(const Tensor& a, const Tensor& b) {
+  MINIDL_AUTOCAST(mm, a, b);
   check_operands(a, b, "mm");
   MINIDL_CHECK(a.dim() == 2 && b.dim() == 2, ValueError, "mm: expected two 2-D matrices, found shapes ",
                shape_str(a.sizes()), " and ", shape_str(b.sizes()));
@@ -249,6 +252,7 @@ Tensor mm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor bmm(const Tensor& a, const Tensor& b) {
+  MINIDL_AUTOCAST(bmm, a, b);
   check_operands(a, b, "bmm");
   MINIDL_CHECK(a.dim() == 3 && b.dim() == 3, ValueError, "bmm: expected two 3-D tensors, found shapes ",
                shape_str(a.sizes()), " and ", shape_str(b.sizes()));
@@ -262,6 +266,7 @@ Tensor bmm(const Tensor& a, const Tensor& b) {
 }
 
 Tensor mv(const Tensor& mat, const Tensor& vec) {
+  MINIDL_AUTOCAST(mv, mat, vec);
   check_operands(mat, vec, "mv");
   MINIDL_CHECK(mat.dim() == 2 && vec.dim() == 1, ValueError,
                "mv: expected a 2-D matrix and a 1-D vector, found shapes ", shape_str(mat.sizes()), " and ",
@@ -273,6 +278,7 @@ Tensor mv(const Tensor& mat, const Tensor& vec) {
 }
 
 Tensor dot(const Tensor& a, const Tensor& b) {
+  MINIDL_AUTOCAST(dot, a, b);
   check_operands(a, b, "dot");
   MINIDL_CHECK(a.dim() == 1 && b.dim() == 1, ValueError, "dot: expected two 1-D tensors, found shapes ",
                shape_str(a.sizes()), " and ", shape_str(b.sizes()));
@@ -292,6 +298,7 @@ Tensor outer(const Tensor& a, const Tensor& b) {
 Tensor ger(const Tensor& a, const Tensor& b) { return outer(a, b); }
 
 Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const Scalar& beta, const Scalar& alpha) {
+  MINIDL_AUTOCAST(addmm, input, mat1, mat2, beta, alpha);
   ops::check_defined(input, "addmm", "input");
   const Tensor prod = mm(mat1, mat2);
   check_broadcasts_to(input, prod.sizes(), "addmm");
@@ -300,6 +307,7 @@ Tensor addmm(const Tensor& input, const Tensor& mat1, const Tensor& mat2, const 
 
 Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, const Scalar& beta,
                const Scalar& alpha) {
+  MINIDL_AUTOCAST(baddbmm, input, batch1, batch2, beta, alpha);
   ops::check_defined(input, "baddbmm", "input");
   const Tensor prod = bmm(batch1, batch2);
   check_broadcasts_to(input, prod.sizes(), "baddbmm");
@@ -307,6 +315,7 @@ Tensor baddbmm(const Tensor& input, const Tensor& batch1, const Tensor& batch2, 
 }
 
 Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, const Scalar& beta, const Scalar& alpha) {
+  MINIDL_AUTOCAST(addmv, input, mat, vec, beta, alpha);
   ops::check_defined(input, "addmv", "input");
   const Tensor prod = mv(mat, vec);
   check_broadcasts_to(input, prod.sizes(), "addmv");

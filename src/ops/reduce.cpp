@@ -5,6 +5,7 @@
 #include <cmath>
 #include <limits>
 
+#include "autocast/policy.h"
 #include "ops/reduce_utils.h"
 
 namespace minidl {
@@ -217,8 +218,12 @@ Tensor var_or_std(const Tensor& self, IntArrayRef dim, double correction, bool k
 
 }  // namespace
 
-Tensor sum(const Tensor& self, std::optional<DType> dtype) { return sum_or_mean(self, {}, false, dtype, false); }
+Tensor sum(const Tensor& self, std::optional<DType> dtype) {
+  MINIDL_AUTOCAST(sum, self, dtype);
+  return sum_or_mean(self, {}, false, dtype, false);
+}
 Tensor sum(const Tensor& self, IntArrayRef dim, bool keepdim, std::optional<DType> dtype) {
+  MINIDL_AUTOCAST(sum, self, dim, keepdim, dtype);
   return sum_or_mean(self, dim, keepdim, dtype, false);
 }
 Tensor mean(const Tensor& self, std::optional<DType> dtype) { return sum_or_mean(self, {}, false, dtype, true); }
@@ -227,11 +232,13 @@ Tensor mean(const Tensor& self, IntArrayRef dim, bool keepdim, std::optional<DTy
 }
 
 Tensor prod(const Tensor& self, std::optional<DType> dtype) {
+  MINIDL_AUTOCAST(prod, self, dtype);
   ops::check_defined(self, "prod", "self");
   return prod(self.reshape({-1}), 0, false, dtype);
 }
 
 Tensor prod(const Tensor& self, std::int64_t dim, bool keepdim, std::optional<DType> dtype) {
+  MINIDL_AUTOCAST(prod, self, dim, keepdim, dtype);
   ops::check_defined(self, "prod", "self");
   const Tensor a = dtype ? self.to(*dtype) : self;
   const std::int64_t d = ops::wrap_dim(dim, a.dim(), "prod");
@@ -276,6 +283,7 @@ Tensor std(const Tensor& self, IntArrayRef dim, const std::optional<Scalar>& cor
 }
 
 Tensor logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim) {
+  MINIDL_AUTOCAST(logsumexp, self, dim, keepdim);
   ops::check_defined(self, "logsumexp", "self");
   ops::check_floating_input(self, "logsumexp");
   const auto dims = ops::reduction_dims(dim, self.dim(), "logsumexp");
@@ -291,6 +299,7 @@ Tensor logsumexp(const Tensor& self, IntArrayRef dim, bool keepdim) {
 Tensor norm(const Tensor& self, const Scalar& p) { return norm(self, p, {}, false); }
 
 Tensor norm(const Tensor& self, const std::optional<Scalar>& p_in, IntArrayRef dim, bool keepdim) {
+  MINIDL_AUTOCAST(norm, self, p_in, dim, keepdim);
   ops::check_defined(self, "norm", "self");
   ops::check_floating_input(self, "norm");
   const double p = p_in ? p_in->to_double() : 2.0;

@@ -1,6 +1,7 @@
 // cumsum and cumprod along one dim: integral and bool inputs give int64 (or `dtype`), 16-bit floats accumulate in
 // float32. cumsum's gradient is the reverse cumsum of the incoming one; cumprod's is exact with zeros in the input
 // (kernels/scan.h), as PyTorch's.
+#include "autocast/policy.h"
 #include "ops/op_utils.h"
 
 namespace minidl {
@@ -43,12 +44,14 @@ std::pair<Tensor, std::int64_t> scan_input(const Tensor& self, std::int64_t dim,
 }  // namespace
 
 Tensor cumsum(const Tensor& self, std::int64_t dim, std::optional<DType> dtype) {
+  MINIDL_AUTOCAST(cumsum, self, dim, dtype);
   const auto [a, d] = scan_input(self, dim, dtype, "cumsum");
   const Tensor r = cumsum_along(a, d, false);
   return dtype && r.dtype() != *dtype ? r.to(*dtype) : r;
 }
 
 Tensor cumprod(const Tensor& self, std::int64_t dim, std::optional<DType> dtype) {
+  MINIDL_AUTOCAST(cumprod, self, dim, dtype);
   const auto [a, d] = scan_input(self, dim, dtype, "cumprod");
   autograd::SavedTensor sa(a, "cumprod");
   const Layout l = layout_of(a.sizes(), d);

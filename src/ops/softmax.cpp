@@ -1,5 +1,6 @@
 // softmax and log_softmax over one dim; the backward uses only the saved output. bfloat16 / float16: computed in
 // float32 by the GPU kernels, through the float path on the CPU (layers/lowp.h); the result in the input's dtype.
+#include "autocast/policy.h"
 #include "layers/lowp.h"
 #include "ops/op_utils.h"
 
@@ -27,7 +28,13 @@ Tensor softmax_impl(const Tensor& a_in, std::int64_t dim, bool log, const char* 
 
 }  // namespace
 
-Tensor softmax(const Tensor& a, std::int64_t dim) { return softmax_impl(a, dim, false, "softmax"); }
-Tensor log_softmax(const Tensor& a, std::int64_t dim) { return softmax_impl(a, dim, true, "log_softmax"); }
+Tensor softmax(const Tensor& a, std::int64_t dim) {
+  MINIDL_AUTOCAST(softmax, a, dim);
+  return softmax_impl(a, dim, false, "softmax");
+}
+Tensor log_softmax(const Tensor& a, std::int64_t dim) {
+  MINIDL_AUTOCAST(log_softmax, a, dim);
+  return softmax_impl(a, dim, true, "log_softmax");
+}
 
 }  // namespace minidl

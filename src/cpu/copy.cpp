@@ -1,6 +1,9 @@
 // CPU copy-family kernels (see kernels/backend.h): fill and copy (any strides on either side, any two dtypes,
 // the conversions of kernels/convert.h), on the library's thread pool. Contiguous operands run as
-// flat loops; strided ones map each flat index through a kernels::StridedIndex.
+// flat loops; strided ones map the first flat index of each run along the innermost dim through a
+// kernels::StridedIndex and step through the run.
+#include <algorithm>
+
 #include "cpu/cpu_clones.h"
 #include "cpu/parallel.h"
 #include "kernels/backend.h"
@@ -12,8 +15,26 @@ namespace minidl {
 namespace cpu {
 namespace {
 
-constexpr double kCopyCost = 2;      // cycles per element of a flat copy
-constexpr double kStridedCost = 20;  // and of one through index arithmetic
+constexpr double kCopyCost = 2;     // cycles per element of a flat copy
+constexpr double kStridedCost = 4;  // and of one along a run of a strided walk
+
+/// Calls run(offsets, count, inner_strides) for the runs of flat indices in [begin, end) along si's innermost
+/// dim: the index arithmetic (divisions per dim) is paid once per run, not per element (a transposed head split's
+/// rows are runs of the head size).
+template <int N, class Run>
+void for_each_run(const kernels::StridedIndex<N>& si, std::int64_t begin, std::int64_t end, Run run) {
+  const int last = si.ndim - 1;
+  const std::int64_t inner = last < 0 ? 1 : si.sizes[last];
+  std::int64_t step[N];
+  for (int k = 0; k < N; ++k) step[k] = last < 0 ? 0 : si.strides[k][last];
+  for (std::int64_t i = begin; i < end;) {
+    std::int64_t off[N];
+    si.offsets(i, off);
+    const std::int64_t count = std::min(end - i, inner - i % inner);
+    run(off, count, step);
+    i += count;
+  }
+}
 
 template <class S, class D>
 MINIDL_CPU_CLONES void convert_range(const S* src, D* dst, std::int64_t begin, std::int64_t end) {
@@ -34,11 +55,10 @@ void fill(Tensor& out, double value) {
     }
     const auto si = kernels::strided_index<1>(out.sizes(), {out.strides()}, "fill_");
     parallel_for(out.numel(), kStridedCost, [&](std::int64_t begin, std::int64_t end) {
-      for (std::int64_t i = begin; i < end; ++i) {
-        std::int64_t off[1];
-        si.offsets(i, off);
-        p[off[0]] = v;
-      }
+      for_each_run(si, begin, end, [&](const std::int64_t* off, std::int64_t count, const std::int64_t* step) {
+        T* d = p + off[0];
+        for (std::int64_t j = 0; j < count; ++j) d[j * step[0]] = v;
+      });
     });
   });
 }
@@ -57,11 +77,12 @@ void copy(const Tensor& src, Tensor& dst) {
       }
       const auto si = kernels::strided_index<2>(dst.sizes(), {dst.strides(), src.strides()}, "copy");
       parallel_for(dst.numel(), kStridedCost, [&](std::int64_t begin, std::int64_t end) {
-        for (std::int64_t i = begin; i < end; ++i) {
-          std::int64_t off[2];
-          si.offsets(i, off);
-          pd[off[0]] = kernels::convert<D>(ps[off[1]]);
-        }
+        for_each_run(si, begin, end, [&](const std::int64_t* off, std::int64_t count, const std::int64_t* step) {
+          D* d = pd + off[0];
+          const S* s = ps + off[1];
+          if (step[0] == 1 && step[1] == 1) return convert_range(s, d, 0, count);
+          for (std::int64_t j = 0; j < count; ++j) d[j * step[0]] = kernels::convert<D>(s[j * step[1]]);
+        });
       });
     });
   });

@@ -7,8 +7,9 @@
 //   - a batch dim the result sums over (a gradient of a broadcast operand) joins the contraction (k) when both
 //     operands continue evenly across it: the weight gradient of that product is one (C, B*T)·(B*T, D) GEMM;
 //   - the remaining batch dims become one batch with a stride per operand, 0 where it is broadcast, when the
-//     strides allow; otherwise the operands that prevent it are materialised at the broadcast shape, as PyTorch
-//     does for every broadcast batch.
+//     strides allow; outer dims that do not merge with the rest are looped over, one GEMM call per index (a
+//     head-split q·kᵀ), when each call has work enough; otherwise the operands that prevent it are materialised at
+//     the broadcast shape, as PyTorch does for every broadcast batch.
 // The backward products are the same planner on the saved operands' transposed views, summed to each operand's
 // batch shape, so they need no transposed copies either.
 #include <algorithm>
@@ -18,6 +19,7 @@
 
 #include "autocast/policy.h"
 #include "minidl/linalg.h"
+#include "autograd/node.h"
 #include "ops/op_utils.h"
 
 namespace minidl {
@@ -134,15 +136,24 @@ Tensor product(Tensor a, Tensor b, const Shape& result_batch) {
 
   // The rest must be one batch stride per operand: dims merge where an operand's outer stride is its inner
   // stride times the inner size.
-  const auto merges = [&](auto stride) {
-    for (std::size_t i = 1; i < dims.size(); ++i) {
+  const auto merges_from = [&](std::size_t first, auto stride) {
+    for (std::size_t i = first + 1; i < dims.size(); ++i) {
       if (stride(dims[i - 1]) != stride(dims[i]) * dims[i].size) return false;
     }
     return true;
   };
-  const bool a_merges = merges([](const BatchDim& d) { return d.sa; });
-  const bool b_merges = merges([](const BatchDim& d) { return d.sb; });
-  if (!a_merges || !b_merges) {
+  const auto sa_of = [](const BatchDim& d) { return d.sa; };
+  const auto sb_of = [](const BatchDim& d) { return d.sb; };
+  std::size_t outer = 0;  // the outer dims that keep the rest from merging
+  while (outer < dims.size() && !(merges_from(outer, sa_of) && merges_from(outer, sb_of))) ++outer;
+  i64 calls = 1, batch = 1;
+  for (std::size_t i = 0; i < dims.size(); ++i) (i < outer ? calls : batch) *= dims[i].size;
+  // Dims that do not merge (the (batch, head) dims of a head split of one (B, T, 3C) buffer) are looped over, a
+  // GEMM call per index, where each call has work enough for its launch; else the operands that prevent merging
+  // are materialised at the broadcast shape, as PyTorch does for every broadcast batch.
+  constexpr double kMinCallWork = 1 << 16;  // multiply-adds
+  if (outer > 0 && static_cast<double>(batch) * mm * n * kk < kMinCallWork) {
+    const bool a_merges = merges_from(0, sa_of), b_merges = merges_from(0, sb_of);
     const auto materialise = [&](const Tensor& t) {
       Shape s = full;
       s.push_back(t.size(-2));
@@ -151,13 +162,30 @@ Tensor product(Tensor a, Tensor b, const Shape& result_batch) {
     };
     return product(a_merges ? A : materialise(A), b_merges ? B : materialise(B), result_batch);
   }
-  i64 batch = 1;
-  for (const BatchDim& d : dims) batch *= d.size;
   la.batch_stride = dims.empty() ? 0 : dims.back().sa;
   lb.batch_stride = dims.empty() ? 0 : dims.back().sb;
   Tensor out = ops::empty_as(out_shape, A);
   const kernels::MatmulLayout layout{batch, mm, n, kk, la, lb};
-  MINIDL_ON_BACKEND(A.device(), matmul(A, B, out, layout));
+  if (outer == 0) {
+    MINIDL_ON_BACKEND(A.device(), matmul(A, B, out, layout));
+    return out;
+  }
+  // The result is dense, so call c writes the c-th block of batch * mm * n elements; the operands' matrices of
+  // call c start at its outer indices times their strides.
+  const auto at = [](const Tensor& t, const Shape& sizes, const Shape& strides, i64 offset) {
+    return t.as_strided(sizes, strides, t.storage_offset() + offset);
+  };
+  for (i64 c = 0; c < calls; ++c) {
+    i64 off_a = 0, off_b = 0;
+    for (std::size_t i = outer, rest = static_cast<std::size_t>(c); i-- > 0;) {
+      const i64 idx = static_cast<i64>(rest) % dims[i].size;
+      rest /= static_cast<std::size_t>(dims[i].size);
+      off_a += idx * dims[i].sa;
+      off_b += idx * dims[i].sb;
+    }
+    Tensor o = at(out, {batch, mm, n}, {mm * n, n, 1}, c * batch * mm * n);
+    MINIDL_ON_BACKEND(A.device(), matmul(at(A, {1}, {1}, off_a), at(B, {1}, {1}, off_b), o, layout));
+  }
   return out;
 }
 
@@ -190,7 +218,7 @@ Tensor matmul_nd(const Tensor& a, const Tensor& b) {
   const bool need_a = a.requires_grad(), need_b = b.requires_grad();
   if (!need_a && !need_b) return out;
   autograd::SavedTensor saved_a(av, "matmul"), saved_b(bv, "matmul");
-  return autograd::record(out, "MatmulBackward", {a, b}, [=](const Tensor& g) {
+  return autograd::record_strided(out, "MatmulBackward", {a, b}, [=](const Tensor& g) {
     // d(a) = g·b^T and d(b) = a^T·g, each summed over the batch dims its operand was broadcast along.
     const Tensor x = saved_a.get(), y = saved_b.get(), gv = g.detach();
     return std::vector<Tensor>{need_a ? product(gv, y.transpose(-1, -2), a_batch) : Tensor(),

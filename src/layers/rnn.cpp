@@ -5,6 +5,7 @@
 #include "layers/rnn.h"
 
 #include "layers/layer_utils.h"
+#include "layers/lowp.h"
 #include "minidl/autograd.h"
 #include "minidl/reduction.h"
 
@@ -45,6 +46,11 @@ void set_initial(Tensor& z, i64 p, i64 slot, const Tensor& s) {
 Tensor rnn_recurrence(RnnMode mode, const Tensor& gx, const Tensor& w_hh_in, const Tensor& b_hh_in, const Tensor& h0,
                       const Tensor& c0, bool reverse, const char* name) {
   MINIDL_AUTOCAST(rnn_recurrence, mode, gx, w_hh_in, b_hh_in, h0, c0, reverse, name);
+  if (layers::needs_float_path(gx, false)) {  // the recurrence kernels are float32/float64: see layers/lowp.h
+    using layers::widen;
+    return rnn_recurrence(mode, widen(gx), widen(w_hh_in), widen(b_hh_in), widen(h0), widen(c0), reverse, name)
+        .to(gx.dtype());
+  }
   const Tensor w_hh = ops::dense(w_hh_in), b_hh = ops::dense(b_hh_in);
   const bool lstm = mode == RnnMode::LSTM, gru = mode == RnnMode::GRU;
   const i64 T = gx.size(0), B = gx.size(1), G = w_hh.size(0), H = w_hh.size(1);

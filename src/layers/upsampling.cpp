@@ -4,6 +4,7 @@
 
 #include "autocast/policy.h"
 #include "layers/layer_utils.h"
+#include "layers/lowp.h"
 #include "minidl/autograd.h"
 #include "minidl/nn/functional.h"
 
@@ -25,6 +26,9 @@ std::vector<V> per_dim(const std::vector<V>& given, std::int64_t spatial, const 
 
 Tensor interpolate(const Tensor& input_in, const InterpolateFuncOptions& options) {
   MINIDL_AUTOCAST(interpolate, input_in, options);
+  if (layers::needs_float_path(input_in, false)) {  // the upsampling kernels are float32/float64: layers/lowp.h
+    return interpolate(layers::widen(input_in), options).to(input_in.dtype());
+  }
   const char* op = "interpolate";
   ops::check_defined(input_in, op, "input");
   ops::check_floating(input_in, op);

@@ -1,6 +1,6 @@
 // The matmul family in bfloat16 and float16 (float32 accumulation, the result rounded once): matmul, mm, bmm, mv,
 // dot, outer, addmm, baddbmm, addmv, linear and linear_relu, forward and backward, on the CPU (the own GEMM on
-// widened operands) and the GPU (cuBLASLt, with linear's bias, ReLU and bias gradient in the GEMM's epilogue),
+// widened operands) and the GPU (cuBLASLt, with linear's bias and bias gradient in the GEMM's epilogues),
 // against a float64 reference computed from the same rounded inputs; transposed, sliced and broadcast operands;
 // empty products; a small chain's gradients; CPU against GPU; mixed dtypes; scaled_dot_product_attention's composed
 // path; and PyTorch's values (tests/golden/linalg_golden.json, key "lowp_products").
@@ -250,6 +250,24 @@ std::vector<Tensor> chain_inputs(DType dt) {
 TEST(MatmulLowp, ChainGradientsMatchFloat64) {
   // Three products deep, each rounding its result and its gradients: the bound allows a rounding per level.
   for (DType dt : kLowp) check_op("chain", kChain, chain_inputs(dt), Device(kCPU), 24, 6, 8);
+}
+
+TEST(MatmulLowp, LinearModulesConvertedTo16Bit) {
+  for (DType dt : kLowp) {
+    nn::Linear lin(10, 6);
+    nn::LinearReLU lin_relu(nn::LinearOptions(10, 6));
+    lin->to(dt);
+    lin_relu->to(dt);
+    const Tensor x = rnd({4, 10}, dt);
+    for (const Tensor& y : {lin->forward(x), lin_relu->forward(x)}) {
+      EXPECT_EQ(y.dtype(), dt);
+      y.sum().backward();
+    }
+    for (const Tensor& p : lin->parameters()) EXPECT_EQ(p.grad().dtype(), dt);
+    // LinearReLU is Linear then ReLU, bitwise.
+    const Tensor a = F::linear_relu(x, lin->weight, lin->bias), b = relu(F::linear(x, lin->weight, lin->bias));
+    EXPECT_TRUE(equal(a, b));
+  }
 }
 
 TEST(MatmulLowp, MixedDtypesAreTypeErrors) {

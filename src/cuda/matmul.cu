@@ -1,5 +1,5 @@
 // float32, bfloat16 and float16 matrix products through cuBLASLt (float32 accumulation for all three), with the
-// algorithm chosen once per shape, and epilogues (bias, ReLU, bias gradient) fused into the GEMM for linear.
+// algorithm chosen once per shape, and epilogues (bias, bias gradient) fused into the GEMM for linear.
 //
 // Why: cuBLAS's default choice is not the fastest for the skinny products of a small network. A 64x9216 times
 // 9216x128 product ran as a SIMT sgemm plus a split-K reduction, and it and its backward products took several
@@ -119,8 +119,6 @@ const char* type_name(cudaDataType_t t) {
 const char* epilogue_name(cublasLtEpilogue_t e) {
   switch (e) {
     case CUBLASLT_EPILOGUE_BIAS: return ", bias epilogue";
-    case CUBLASLT_EPILOGUE_RELU: return ", ReLU epilogue";
-    case CUBLASLT_EPILOGUE_RELU_BIAS: return ", bias and ReLU epilogue";
     case CUBLASLT_EPILOGUE_BGRADA: return ", bias gradient epilogue (BGRADA)";
     case CUBLASLT_EPILOGUE_BGRADB: return ", bias gradient epilogue (BGRADB)";
     default: return "";
@@ -237,7 +235,12 @@ std::vector<cublasLtMatmulHeuristicResult_t> candidates(const Plan& pl, const Pr
   const cublasStatus_t st = cublasLtMatmulAlgoGetHeuristic(cublaslt(), pl.desc.get(), pl.lt_a.get(), pl.lt_b.get(),
                                                            pl.lt_c.get(), pl.lt_c.get(), raw, kMaxCandidates,
                                                            results.data(), &returned);
-  if (st != CUBLAS_STATUS_NOT_SUPPORTED) MINIDL_CUBLAS_CHECK(st);  // NOT_SUPPORTED: no candidate, reported below
+  // NOT_SUPPORTED: no candidate, reported below; for an epilogue, any refusal means it is composed instead.
+  if (st != CUBLAS_STATUS_SUCCESS && (st == CUBLAS_STATUS_NOT_SUPPORTED || p.epilogue != CUBLASLT_EPILOGUE_DEFAULT)) {
+    returned = 0;
+  } else {
+    MINIDL_CUBLAS_CHECK(st);
+  }
   std::vector<cublasLtMatmulHeuristicResult_t> usable;
   for (int i = 0; i < returned; ++i) {
     const cublasLtMatmulHeuristicResult_t& r = results[static_cast<std::size_t>(i)];
@@ -423,10 +426,8 @@ bool matmul_fused(const Tensor& a, const Tensor& b, Tensor& out, const kernels::
     epilogue = CUBLASLT_EPILOGUE_BGRADA;
     vector = e.bias_grad_b->data_ptr();
   } else if (e.bias) {
-    epilogue = e.relu ? CUBLASLT_EPILOGUE_RELU_BIAS : CUBLASLT_EPILOGUE_BIAS;
+    epilogue = CUBLASLT_EPILOGUE_BIAS;
     vector = e.bias->data_ptr();
-  } else if (e.relu) {
-    epilogue = CUBLASLT_EPILOGUE_RELU;
   } else {
     return false;
   }

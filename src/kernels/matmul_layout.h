@@ -40,9 +40,8 @@ struct MatmulLayout {
 /// Work a GEMM's epilogue can do on the product's way out, saving a pass over it (cuBLASLt's epilogues). Each
 /// tensor is contiguous, of out's dtype, or null (not wanted); at most one of bias_grad_a and bias_grad_b.
 struct MatmulEpilogue {
-  /// n values added to every row of out (linear's bias); then max(., 0) when relu (linear_relu).
+  /// n values added to every row of out (linear's bias).
   const Tensor* bias = nullptr;
-  bool relu = false;
   /// Receives m values: row i's sum over k of op(a) (the bias gradient of a weight-gradient product
   /// dW = g^T x, where op(a) = g^T).
   Tensor* bias_grad_a = nullptr;

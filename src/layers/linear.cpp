@@ -1,6 +1,8 @@
-// linear and linear_relu: one GEMM with the weight used transposed in place (no copy). The bias (and linear_relu's
-// ReLU) ride in the GEMM's epilogue where the backend has one (cuBLASLt); otherwise a pass over the output adds the
-// bias and applies the ReLU together (or, without a bias, applies the ReLU in place). The backward masks the
+// linear and linear_relu: one GEMM with the weight used transposed in place (no copy). The bias rides in the GEMM's
+// epilogue where the backend has one (cuBLASLt), and linear_relu then applies the ReLU in place; otherwise a pass
+// over the output adds the bias and applies the ReLU together. linear_relu does not use cuBLASLt's ReLU epilogue:
+// its plan could pick another algorithm than linear's, and LinearReLU must equal Linear then ReLU bitwise (the
+// same pass count as the bias-and-ReLU pass it replaces). The backward masks the
 // incoming gradient with the saved output (linear_relu), and the weight-gradient GEMM sums the bias gradient in its
 // epilogue where it can, else a reduction does. float32, float64, bfloat16 and float16 (all operands one dtype,
 // the GEMMs accumulating in float32 for the 16-bit types).
@@ -45,9 +47,10 @@ Tensor linear_with(const Tensor& input_in, const Tensor& weight_in, const Tensor
   Tensor out = ops::empty_as(out_shape, input);
   const auto forward = kernels::MatmulLayout::dense(1, rows, out_f, in, false, true);
   kernels::MatmulEpilogue epilogue;
-  epilogue.bias = bias.defined() ? &bias : nullptr;
-  epilogue.relu = relu;
-  if (!((bias.defined() || relu) && gemm_fused(input, weight, out, forward, epilogue))) {
+  epilogue.bias = &bias;
+  if (bias.defined() && gemm_fused(input, weight, out, forward, epilogue)) {
+    if (relu) MINIDL_ON_BACKEND(out.device(), unary(kernels::UnaryOp::Relu, 0.0, out, out));
+  } else {
     MINIDL_ON_BACKEND(out.device(), matmul(input, weight, out, forward));
     if (bias.defined()) {
       MINIDL_ON_BACKEND(out.device(),

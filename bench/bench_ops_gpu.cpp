@@ -397,7 +397,7 @@ void BM_gemm(benchmark::State& state, std::int64_t M, std::int64_t K, std::int64
 }
 
 /// nn::LSTM, 2 layers of 512 on inputs of 512, T = 128, batch 64: forward and backward (input and parameter
-/// gradients), as a user's module runs them: through cuDNN (cudnn:1, the default) or minidl's own recurrence
+/// gradients), as a user's module runs them: through cuDNN (cudnn:1, opt-in for now) or minidl's own recurrence (the default)
 /// kernels (cudnn:0, cuda::set_cudnn_rnn_enabled(false)). FLOPs: the input and recurrent GEMMs of both layers,
 /// forward and twice that backward.
 void BM_lstm(benchmark::State& state) {

@@ -23,7 +23,9 @@
 
 namespace minidl {
 namespace {
-std::atomic<bool> g_cudnn_rnn{env_switch("MINIDL_RNN_CUDNN", true)};
+// Off by default until the cuDNN path passes its GPU tests (its first GPU run failed them; issue 24):
+// MINIDL_RNN_CUDNN=1 or cuda::set_cudnn_rnn_enabled(true) turns it on.
+std::atomic<bool> g_cudnn_rnn{env_switch("MINIDL_RNN_CUDNN", false)};
 }  // namespace
 
 void cuda::set_cudnn_rnn_enabled(bool enabled) { g_cudnn_rnn = enabled; }

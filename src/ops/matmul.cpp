@@ -197,6 +197,9 @@ void check_operands(const Tensor& a, const Tensor& b, const char* op) {
   MINIDL_CHECK(dt != kBool, TypeError, op, ": bool operands are not supported (as in PyTorch); convert them first");
   MINIDL_CHECK(!(a.is_cuda() && is_integral(dt, false)), TypeError, op, ": ", dt,
                " operands are supported on the CPU only (as in PyTorch); found them on ", a.device());
+  MINIDL_CHECK(!(a.is_cuda() && is_reduced_floating_point(dt)), TypeError, op, ": ", dt,
+               " operands on CUDA are not enabled yet: the cuBLASLt 16-bit path gave wrong input gradients in its "
+               "first GPU run (MatmulLowpGpu tests, issue 25); use float32 there, or the CPU");
 }
 
 /// matmul of operands of at least 2 dims, with its backward rule.

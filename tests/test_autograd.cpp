@@ -95,6 +95,20 @@ TEST(Autograd, ModifiedSavedTensorIsDetected) {
   (void)z;
 }
 
+TEST(Autograd, AnOptionalInputThatWasNotGivenIsSavedAsUndefined) {
+  // A rule with an optional input (an RNN's initial state) saves it whether or not the caller gave it.
+  const autograd::SavedTensor absent(Tensor(), "rnn");
+  EXPECT_FALSE(absent.get().defined());
+  Tensor x = random_tensor({4}, kFloat64, true);
+  const autograd::SavedTensor present(x, "rnn"), missing(Tensor(), "rnn");
+  const Tensor y = autograd::record(x * 1.0, "WithOptional", {x, Tensor()}, [=](const Tensor& g) {
+    EXPECT_FALSE(missing.get().defined());
+    return std::vector<Tensor>{g * present.get(), Tensor()};
+  });
+  y.sum().backward();
+  expect_close(x.grad(), x.detach(), 0, 0, "gradient through the rule");
+}
+
 TEST(Autograd, InPlaceOnLeafRequiringGradIsAnError) {
   Tensor x = random_tensor({3}, kFloat64, true);
   EXPECT_THROW(x.mul_(2.0), AutogradError);

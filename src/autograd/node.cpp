@@ -63,9 +63,10 @@ std::shared_ptr<Node> grad_accumulator(const Tensor& leaf) {
 // version counter lives on the storage, so in-place changes are still detected; backward closures run without
 // grad mode and never need the saved tensor's own history.
 SavedTensor::SavedTensor(const Tensor& t, std::string op)
-    : tensor_(t.defined() ? t.detach() : t), version_(t.version()), op_(std::move(op)) {}
+    : tensor_(t.defined() ? t.detach() : t), version_(t.defined() ? t.version() : 0), op_(std::move(op)) {}
 
 Tensor SavedTensor::get() const {
+  if (!tensor_.defined()) return tensor_;  // an optional input that was not given (an RNN's initial state)
   MINIDL_CHECK(tensor_.version() == version_, AutogradError,
                "one of the tensors needed for gradient computation by ", op_,
                " has been modified by an inplace operation: it was saved at version ", version_,

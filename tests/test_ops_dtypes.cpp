@@ -127,6 +127,13 @@ TEST(OpsDtypes, EveryOpInEveryDtypeAgainstFloat64) {
       EXPECT_EQ(c.op(a, row).to(kFloat64).to_vector<double>(),
                 c.op(a, row.expand({5, 7}).contiguous()).to(kFloat64).to_vector<double>())
           << what << " (broadcast)";
+      // Rows that are contiguous along the last dim but not with each other (a narrowed last dim, permuted leading
+      // dims): the per-row vector loop, the same values, bitwise.
+      const Tensor a3 = input(dt, {3, 4, 40}, c.positive && c.arity == 1, whole).narrow(2, 5, 30).permute({1, 0, 2});
+      const Tensor b3 = input(dt, {3, 4, 40}, c.positive, whole).narrow(2, 7, 30).permute({1, 0, 2});
+      EXPECT_EQ(c.op(a3, b3).to(kFloat64).to_vector<double>(),
+                c.op(a3.contiguous(), b3.contiguous()).to(kFloat64).to_vector<double>())
+          << what << " (strided rows)";
       // Empty inputs give empty outputs of the broadcast shape.
       EXPECT_EQ(c.op(a.narrow(0, 0, 0), b.narrow(0, 0, 0)).sizes(), (Shape{0, 7})) << what << " (empty)";
       if (minidl::testing::gpu_available()) {

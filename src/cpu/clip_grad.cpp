@@ -1,8 +1,11 @@
 // CPU gradient-norm clipping: the reference of the CUDA kernels, with the same formulas (kernels/clip_grad.h).
+#include "cpu/parallel.h"  // first: it defines EIGEN_USE_THREADS, which must precede every Eigen header
+
+#include <Eigen/Core>
 #include <algorithm>
+#include <type_traits>
 #include <vector>
 
-#include "cpu/parallel.h"
 #include "kernels/backend.h"
 
 namespace minidl {
@@ -11,6 +14,26 @@ namespace {
 
 /// Elements per partial result: fixed, so the result does not depend on how the pool splits the work.
 constexpr std::int64_t kBlock = 4096;
+
+/// The combined terms of the block x[0, len): for the 1-, 2- and inf-norms of float32 and float64 Eigen's vector
+/// reductions (a loop adding one term at a time waits on each addition, and the norm of a GPT's gradients took
+/// longer than its optimizer step), otherwise the terms one by one.
+template <class T>
+T block_terms(const T* x, std::int64_t len, const kernels::GradNorm& norm) {
+  using Kind = kernels::GradNorm::Kind;
+  if constexpr (std::is_floating_point<T>::value) {
+    const Eigen::Map<const Eigen::Array<T, Eigen::Dynamic, 1>> v(x, len);
+    switch (norm.kind) {
+      case Kind::Two: return v.square().sum();
+      case Kind::One: return v.abs().sum();
+      case Kind::Inf: return v.abs().template maxCoeff<Eigen::PropagateNaN>();
+      case Kind::P: break;
+    }
+  }
+  T part = 0;
+  for (std::int64_t i = 0; i < len; ++i) part = norm.combine(part, norm.term<T>(x[i]));
+  return part;
+}
 
 /// The combined terms of g's elements. Float32 gradients accumulate in float32 within a block, as PyTorch's
 /// norm; the blocks' partial results are combined in double, in order.
@@ -21,10 +44,7 @@ double norm_terms(const Tensor& g, const kernels::GradNorm& norm) {
   std::vector<double> partial(static_cast<std::size_t>((n + kBlock - 1) / kBlock));
   parallel_for(static_cast<std::int64_t>(partial.size()), 2.0 * kBlock, [&](std::int64_t first, std::int64_t last) {
     for (std::int64_t b = first; b < last; ++b) {
-      T part = 0;
-      for (std::int64_t i = b * kBlock; i < std::min(n, (b + 1) * kBlock); ++i) {
-        part = norm.combine(part, norm.term<T>(x[i]));
-      }
+      const T part = block_terms(x + b * kBlock, std::min(n, (b + 1) * kBlock) - b * kBlock, norm);
       partial[static_cast<std::size_t>(b)] = static_cast<double>(part);
     }
   });

@@ -2,11 +2,12 @@
 // share of tensor y of a list into one partial result; one single-block kernel combines all partial results in
 // a fixed order, so the total is reproducible. The scaling kernel reads the total and derives the coefficient
 // on the device, so a step with clipping needs no host round trip and can be captured in a CUDA graph. Both
-// kernels move 16-byte packs through a tensor that starts 16-byte aligned, then single elements for its tail.
+// kernels take the gradients as tensor lists (cuda/tensor_list.cuh).
 #include <algorithm>
 #include <cstdint>
 
 #include "cuda/context.h"
+#include "cuda/tensor_list.cuh"
 #include "cuda/wide_access.cuh"
 #include "kernels/backend.h"
 #include "kernels/dispatch_types.h"
@@ -16,29 +17,9 @@ namespace gpu {
 namespace {
 
 using i64 = std::int64_t;
-constexpr int kThreads = 256;
-/// Tensors per launch; keeps the kernel arguments well under 4 KiB.
-constexpr int kMaxTensors = 64;
+constexpr int kThreads = kListThreads;
 /// Partial results per tensor: enough blocks to fill the device for one large gradient.
 constexpr unsigned int kMaxBlocksPerTensor = 256;
-
-template <class T>
-struct GradList {
-  int count = 0;
-  i64 numel[kMaxTensors] = {};
-  T* data[kMaxTensors] = {};
-};
-static_assert(sizeof(GradList<double>) <= 4096, "clip_grad kernel arguments exceed 4 KiB");
-
-/// Elements per 16-byte pack.
-template <class T>
-constexpr int kPack = 16 / static_cast<int>(sizeof(T));
-
-/// How many leading elements of x (n of them) the pack loops cover: whole packs when x is 16-byte aligned.
-template <class T>
-__device__ i64 packed_prefix(const T* x, i64 n) {
-  return reinterpret_cast<std::uintptr_t>(x) % 16 == 0 ? n / kPack<T> * kPack<T> : 0;
-}
 
 /// A deterministic block-wide combine (fixed tree order); thread 0 gets the result.
 template <class A>
@@ -57,7 +38,7 @@ __device__ A block_combine(A v, const kernels::GradNorm& norm) {
 
 /// Float32 gradients accumulate in float32, as PyTorch's norm; partial results are stored as double.
 template <class T>
-__global__ void norm_partials_kernel(GradList<T> list, kernels::GradNorm norm, double* partials) {
+__global__ void norm_partials_kernel(TensorList<T> list, kernels::GradNorm norm, double* partials) {
   const int t = blockIdx.y;
   const T* x = list.data[t];
   const i64 n = list.numel[t];
@@ -83,7 +64,7 @@ __global__ void norm_total_kernel(const double* partials, i64 count, kernels::Gr
 }
 
 template <class T, class R>
-__global__ void scale_kernel(GradList<T> list, const R* total, R max_norm) {
+__global__ void scale_kernel(TensorList<T> list, const R* total, R max_norm) {
   const int t = blockIdx.y;
   const T coef = static_cast<T>(kernels::clip_coef<R>(max_norm, *total));
   T* x = list.data[t];
@@ -99,41 +80,18 @@ __global__ void scale_kernel(GradList<T> list, const R* total, R max_norm) {
   for (i64 i = packed + first; i < n; i += stride) x[i] = x[i] * coef;
 }
 
-/// The gradients of dtype T, cut into lists of at most kMaxTensors.
-template <class T>
-std::vector<GradList<T>> lists_of(const std::vector<Tensor>& grads) {
-  std::vector<GradList<T>> lists;
-  for (const Tensor& g : grads) {
-    if (g.dtype() != dtype_of<T>::value || g.numel() == 0) continue;
-    if (lists.empty() || lists.back().count == kMaxTensors) lists.emplace_back();
-    GradList<T>& l = lists.back();
-    l.numel[l.count] = g.numel();
-    l.data[l.count] = g.data_ptr<T>();
-    ++l.count;
-  }
-  return lists;
-}
-
-template <class T>
-dim3 grid_of(const GradList<T>& list) {
-  i64 largest = 0;
-  for (int t = 0; t < list.count; ++t) largest = std::max(largest, list.numel[t]);
-  const i64 packs = (largest + kPack<T> - 1) / kPack<T>;
-  return dim3(std::min(blocks_for(packs, kThreads), kMaxBlocksPerTensor), static_cast<unsigned int>(list.count));
-}
-
 }  // namespace
 
 void grad_norm(const std::vector<Tensor>& grads, const kernels::GradNorm& norm, Tensor& total) {
   const auto floats = lists_of<float>(grads);
   const auto doubles = lists_of<double>(grads);
   i64 count = 0;
-  for (const auto& l : floats) count += static_cast<i64>(grid_of(l).x) * l.count;
-  for (const auto& l : doubles) count += static_cast<i64>(grid_of(l).x) * l.count;
+  for (const auto& l : floats) count += static_cast<i64>(grid_of(l, kMaxBlocksPerTensor).x) * l.count;
+  for (const auto& l : doubles) count += static_cast<i64>(grid_of(l, kMaxBlocksPerTensor).x) * l.count;
   Tensor partials = empty({std::max<i64>(count, 1)}, TensorOptions(kFloat64).device(total.device()));
   double* out = partials.data_ptr<double>();
   auto launch = [&](const auto& list) {
-    const dim3 grid = grid_of(list);
+    const dim3 grid = grid_of(list, kMaxBlocksPerTensor);
     norm_partials_kernel<<<grid, kThreads, 0, stream()>>>(list, norm, out);
     MINIDL_CUDA_KERNEL_CHECK();
     out += static_cast<i64>(grid.x) * list.count;
@@ -151,14 +109,15 @@ void clip_grads_by_norm(const std::vector<Tensor>& grads, const Tensor& total, d
   kernels::dispatch_floating(total.dtype(), "clip_grad_norm_", [&](auto tag) {
     using R = typename decltype(tag)::type;
     const R* t = total.data_ptr<R>();
-    for (const auto& l : lists_of<float>(grads)) {
-      scale_kernel<float, R><<<grid_of(l), kThreads, 0, stream()>>>(l, t, static_cast<R>(max_norm));
-      MINIDL_CUDA_KERNEL_CHECK();
-    }
-    for (const auto& l : lists_of<double>(grads)) {
-      scale_kernel<double, R><<<grid_of(l), kThreads, 0, stream()>>>(l, t, static_cast<R>(max_norm));
-      MINIDL_CUDA_KERNEL_CHECK();
-    }
+    const auto scale = [&](auto element) {
+      using T = decltype(element);
+      for (const TensorList<T>& l : lists_of<T>(grads)) {
+        scale_kernel<T, R><<<grid_of(l, kMaxBlocksPerTensor), kThreads, 0, stream()>>>(l, t, static_cast<R>(max_norm));
+        MINIDL_CUDA_KERNEL_CHECK();
+      }
+    };
+    scale(float{});
+    scale(double{});
   });
 }
 

@@ -1,12 +1,12 @@
 // CUDA kernels of amp::GradScaler (see kernels/backend.h). Block (x, y) of the check kernel walks a grid-stride
-// share of tensor y of a list of one dtype in 16-byte packs (where the tensor starts aligned), checking each
-// element and, when unscaling, writing it back in the same pass; a block that met an inf or NaN sets the flag
+// share of tensor y of a tensor list (cuda/tensor_list.cuh) in 16-byte packs (where it starts aligned), checking
+// each element and, when unscaling, writing it back in the same pass; a block that met an inf or NaN sets the flag
 // (every writer stores the same 1, so no atomics). The scale update is one thread. Scale and flag stay on the
 // device: a captured step needs no host round trip.
-#include <algorithm>
 #include <cstdint>
 
 #include "cuda/context.h"
+#include "cuda/tensor_list.cuh"
 #include "cuda/wide_access.cuh"
 #include "kernels/backend.h"
 #include "kernels/grad_scaler.h"
@@ -16,32 +16,18 @@ namespace gpu {
 namespace {
 
 using i64 = std::int64_t;
-constexpr int kThreads = 256;
-/// Tensors per launch; keeps the kernel arguments well under 4 KiB.
-constexpr int kMaxTensors = 64;
+constexpr int kThreads = kListThreads;
 /// Blocks per tensor: enough to fill the device for one large gradient.
 constexpr unsigned int kMaxBlocksPerTensor = 512;
 
 template <class T>
-struct GradList {
-  int count = 0;
-  i64 numel[kMaxTensors] = {};
-  T* data[kMaxTensors] = {};
-};
-static_assert(sizeof(GradList<double>) <= 4096, "GradScaler kernel arguments exceed 4 KiB");
-
-/// Elements per 16-byte pack.
-template <class T>
-constexpr int kPack = 16 / static_cast<int>(sizeof(T));
-
-template <class T>
-__global__ void check_and_unscale_kernel(GradList<T> list, float* found_inf, const float* scale, bool unscale) {
+__global__ void check_and_unscale_kernel(TensorList<T> list, float* found_inf, const float* scale, bool unscale) {
   const int t = blockIdx.y;
   T* const x = list.data[t];
   const i64 n = list.numel[t];
   const float inv = kernels::inv_scale_of(*scale);
   const i64 first = blockIdx.x * (i64)kThreads + threadIdx.x, stride = (i64)kThreads * gridDim.x;
-  const i64 packed = reinterpret_cast<std::uintptr_t>(x) % 16 == 0 ? n / kPack<T> * kPack<T> : 0;
+  const i64 packed = packed_prefix(x, n);
   bool bad = false;
   for (i64 k = first; k < packed / kPack<T>; k += stride) {
     Wide<T, kPack<T>> w = load_wide<kPack<T>>(x + k * kPack<T>);
@@ -58,27 +44,14 @@ __global__ void update_scale_kernel(float* scale, std::int32_t* growth_tracker, 
   kernels::update_scale(*scale, *growth_tracker, *found_inf, growth_factor, backoff_factor, growth_interval);
 }
 
-/// Launches the check over every gradient of dtype T, kMaxTensors at a time.
+/// Launches the check over every gradient of dtype T, a tensor list at a time.
 template <class T>
 void check_dtype(const std::vector<Tensor>& grads, float* found_inf, const float* scale, bool unscale) {
-  GradList<T> list;
-  i64 largest = 0;
-  auto launch = [&] {
-    const i64 packs = (largest + kPack<T> - 1) / kPack<T>;
-    const dim3 grid(std::min(blocks_for(packs, kThreads), kMaxBlocksPerTensor), static_cast<unsigned int>(list.count));
-    check_and_unscale_kernel<T><<<grid, kThreads, 0, stream()>>>(list, found_inf, scale, unscale);
+  for (const TensorList<T>& l : lists_of<T>(grads)) {
+    check_and_unscale_kernel<T><<<grid_of(l, kMaxBlocksPerTensor), kThreads, 0, stream()>>>(l, found_inf, scale,
+                                                                                              unscale);
     MINIDL_CUDA_KERNEL_CHECK();
-    list.count = 0;
-    largest = 0;
-  };
-  for (const Tensor& g : grads) {
-    if (g.dtype() != dtype_of<T>::value || g.numel() == 0) continue;
-    list.numel[list.count] = g.numel();
-    list.data[list.count] = g.data_ptr<T>();
-    largest = std::max(largest, g.numel());
-    if (++list.count == kMaxTensors) launch();
   }
-  if (list.count > 0) launch();
 }
 
 }  // namespace

@@ -99,6 +99,18 @@ std::int64_t unit_stride_rows(const Shape& shape, std::initializer_list<Shape> s
   return shape.back();
 }
 
+/// Runs body(offsets of the row's first element) for every row of `row` elements of `numel`, on the pool.
+template <int N, class Body>
+void for_each_row(const kernels::StridedIndex<N>& si, std::int64_t numel, std::int64_t row, Body body) {
+  parallel_for(numel / row, static_cast<double>(row) * kElementwiseCost, [&](std::int64_t begin, std::int64_t end) {
+    for (std::int64_t r = begin; r < end; ++r) {
+      std::int64_t off[N];
+      si.offsets(r * row, off);
+      body(off);
+    }
+  });
+}
+
 }  // namespace
 
 void unary(kernels::UnaryOp op, const kernels::OpScalars& s, const Tensor& x, Tensor& out) {
@@ -117,14 +129,9 @@ void unary(kernels::UnaryOp op, const kernels::OpScalars& s, const Tensor& x, Te
       const auto si = kernels::strided_index<2>(out.sizes(), {out.strides(), x.strides()}, kernels::op_name(op));
       const std::int64_t row = unit_stride_rows(out.sizes(), {out.strides(), x.strides()});
       if (row > 0) {
-        parallel_for(out.numel() / row, static_cast<double>(row) * kElementwiseCost,
-                     [&](std::int64_t begin, std::int64_t end) {
-                       for (std::int64_t r = begin; r < end; ++r) {
-                         std::int64_t off[2];
-                         si.offsets(r * row, off);
-                         map_unary(f, px + off[1], po + off[0], 0, row);
-                       }
-                     });
+        for_each_row(si, out.numel(), row, [&](const std::int64_t(&off)[2]) {
+          map_unary(f, px + off[1], po + off[0], 0, row);
+        });
         return;
       }
       parallel_for(out.numel(), kStridedCost, [&](std::int64_t begin, std::int64_t end) {
@@ -175,14 +182,9 @@ void binary(kernels::BinaryOp op, const kernels::OpScalars& s, const Tensor& a, 
       const auto si = kernels::strided_index<3>(out.sizes(), {out.strides(), sa, sb}, kernels::op_name(op));
       const std::int64_t row = unit_stride_rows(out.sizes(), {out.strides(), sa, sb});
       if (row > 0) {
-        parallel_for(out.numel() / row, static_cast<double>(row) * kElementwiseCost,
-                     [&](std::int64_t begin, std::int64_t end) {
-                       for (std::int64_t r = begin; r < end; ++r) {
-                         std::int64_t off[3];
-                         si.offsets(r * row, off);
-                         map_binary(f, pa + off[1], pb + off[2], po + off[0], 0, row);
-                       }
-                     });
+        for_each_row(si, out.numel(), row, [&](const std::int64_t(&off)[3]) {
+          map_binary(f, pa + off[1], pb + off[2], po + off[0], 0, row);
+        });
         return;
       }
       parallel_for(out.numel(), kStridedCost, [&](std::int64_t begin, std::int64_t end) {

@@ -26,6 +26,7 @@
 #include "minidl/io/safetensors.h"
 #include "net.h"
 #include "subprocess.h"
+#include "test_util.h"
 #include "trainer.h"
 
 #ifndef MNIST_TRAIN_BINARY
@@ -486,10 +487,12 @@ std::vector<std::vector<float>> weights_of(mnist::Trainer& trainer) {
 }
 
 // A scale of 2^40 makes every float16 gradient overflow: each of the epoch's 8 steps must be skipped (the weights
-// and the momentum untouched) and halve the scale; once the scale is sane again, steps go through.
-TEST_F(MnistCli, Float16StepsThatOverflowAreSkippedAndHalveTheScale) {
-  const auto [train, test] = fixture_sets(data_);
+// and the momentum untouched) and halve the scale; once the scale is sane again, steps go through. On the GPU all
+// but the first two steps replay the captured step, whose skip and scale update are decided on the device.
+void expect_overflowing_steps_skipped(const fs::path& data, minidl::Device device) {
+  const auto [train, test] = fixture_sets(data);
   mnist::TrainConfig c;
+  c.device = device;
   c.batch_size = 64;  // 512 images: 8 steps
   c.progress = false;
   c.seed = 3;
@@ -500,6 +503,7 @@ TEST_F(MnistCli, Float16StepsThatOverflowAreSkippedAndHalveTheScale) {
   ASSERT_NE(trainer.grad_scaler(), nullptr);
   const std::vector<std::vector<float>> initial = weights_of(trainer);
   const mnist::EpochStats skipped = trainer.train_epoch(1);
+  if (device.is_cuda()) EXPECT_GT(trainer.graph_nodes(), 0u) << "the step was not captured";
   EXPECT_TRUE(std::isfinite(skipped.loss)) << "the reported loss is the unscaled float32 loss";
   EXPECT_EQ(trainer.grad_scaler()->get_scale(), std::ldexp(1.0, 32)) << "8 overflowing steps halve 2^40 8 times";
   const std::vector<std::vector<float>> after_skips = weights_of(trainer);
@@ -518,11 +522,22 @@ TEST_F(MnistCli, Float16StepsThatOverflowAreSkippedAndHalveTheScale) {
   }
 }
 
-// bfloat16 needs no scaler; parameters and their gradients stay float32 (autocast casts copies).
-TEST_F(MnistCli, Bfloat16TrainerKeepsFloat32ParametersAndGradients) {
-  const auto [train, test] = fixture_sets(data_);
+TEST_F(MnistCli, Float16StepsThatOverflowAreSkippedAndHalveTheScale) {
+  expect_overflowing_steps_skipped(data_, minidl::Device(minidl::kCPU));
+}
+
+TEST_F(MnistCli, Float16StepsThatOverflowAreSkippedInsideTheCapturedStepGPU) {
+  MINIDL_REQUIRE_GPU();
+  expect_overflowing_steps_skipped(data_, minidl::Device(minidl::kCUDA, 0));
+}
+
+// bfloat16 needs no scaler; parameters and their gradients stay float32 (autocast casts copies). On the GPU the
+// step under autocast is captured whole.
+void expect_bfloat16_trainer_keeps_float32(const fs::path& data, minidl::Device device) {
+  const auto [train, test] = fixture_sets(data);
   mnist::TrainConfig c;
-  c.batch_size = 128;
+  c.device = device;
+  c.batch_size = 64;
   c.progress = false;
   c.amp = minidl::kBFloat16;
   minidl::manual_seed(4);
@@ -530,6 +545,7 @@ TEST_F(MnistCli, Bfloat16TrainerKeepsFloat32ParametersAndGradients) {
   EXPECT_EQ(trainer.grad_scaler(), nullptr);
   const std::vector<std::vector<float>> initial = weights_of(trainer);
   EXPECT_TRUE(std::isfinite(trainer.train_epoch(1).loss));
+  if (device.is_cuda()) EXPECT_GT(trainer.graph_nodes(), 0u) << "the step was not captured";
   const mnist::EpochStats eval = trainer.evaluate();
   EXPECT_TRUE(std::isfinite(eval.loss) && eval.accuracy >= 0 && eval.accuracy <= 1);
   std::size_t i = 0;
@@ -537,9 +553,20 @@ TEST_F(MnistCli, Bfloat16TrainerKeepsFloat32ParametersAndGradients) {
     EXPECT_EQ(p.dtype(), minidl::kFloat32) << "parameter " << i;
     ASSERT_TRUE(p.grad().defined()) << "parameter " << i;
     EXPECT_EQ(p.grad().dtype(), minidl::kFloat32) << "gradient of parameter " << i;
-    EXPECT_NE(p.to_vector<float>(), initial[i]) << "parameter " << i << " not updated";
+    const std::vector<float> now = p.to_vector<float>();
+    EXPECT_NE(now, initial[i]) << "parameter " << i << " not updated";
+    for (float v : now) ASSERT_TRUE(std::isfinite(v)) << "parameter " << i;
     ++i;
   }
+}
+
+TEST_F(MnistCli, Bfloat16TrainerKeepsFloat32ParametersAndGradients) {
+  expect_bfloat16_trainer_keeps_float32(data_, minidl::Device(minidl::kCPU));
+}
+
+TEST_F(MnistCli, Bfloat16TrainerCapturesItsStepGPU) {
+  MINIDL_REQUIRE_GPU();
+  expect_bfloat16_trainer_keeps_float32(data_, minidl::Device(minidl::kCUDA, 0));
 }
 
 // ---- the Trainer's per-step metrics --------------------------------------------------------------------------

@@ -405,10 +405,10 @@ struct AmpRun {
 
 /// mnist_train --amp `mode` for 2 epochs on 768 Fashion-MNIST training and 500 test images on the CPU.
 AmpRun MnistCli::run_amp(const fs::path& csv, const std::string& mode) const {
-  const mnist::ProcessResult r = run({"--data", kFashionMnist.string(), "--amp", mode, "--epochs", "2",
-                                              "--train-limit", "768", "--test-limit", "500", "--seed", "3",
-                                              "--log-level", "info", "--metrics", csv.string()},
-                                             false);
+  const mnist::ProcessResult r =
+      run({"--data", kFashionMnist.string(), "--amp", mode, "--epochs", "2", "--train-limit", "768", "--test-limit",
+           "500", "--seed", "3", "--log-level", "info", "--metrics", csv.string()},
+          false);
   EXPECT_EQ(r.exit_code, 0) << r.err;
   AmpRun a;
   a.out = r.out;
@@ -435,21 +435,26 @@ void expect_learns(const AmpRun& a, const std::string& mode) {
 }
 
 TEST_F(MnistCli, AmpBfloat16Learns) {
-  if (!fs::exists(kFashionMnist / "train-images-idx3-ubyte.gz")) GTEST_SKIP() << "no Fashion-MNIST at " << kFashionMnist;
+  if (!fs::exists(kFashionMnist / "train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "no Fashion-MNIST at " << kFashionMnist;
   const AmpRun a = run_amp(path("bf16.csv"), "bf16");
   expect_learns(a, "bf16");
   EXPECT_NE(a.out.find("--amp bf16 (forward pass and loss under CPU autocast to bfloat16, float32 parameters)"),
-            std::string::npos) << "the run's header does not name the mode:\n" << a.out;
+            std::string::npos)
+      << "the run's header does not name the mode:\n"
+      << a.out;
   EXPECT_EQ(a.out.find("grad scale"), std::string::npos) << "bfloat16 runs without a GradScaler:\n" << a.out;
 }
 
 TEST_F(MnistCli, AmpFloat16WithGradScalerLearnsAndReportsTheScale) {
-  if (!fs::exists(kFashionMnist / "train-images-idx3-ubyte.gz")) GTEST_SKIP() << "no Fashion-MNIST at " << kFashionMnist;
+  if (!fs::exists(kFashionMnist / "train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "no Fashion-MNIST at " << kFashionMnist;
   const AmpRun a = run_amp(path("fp16.csv"), "fp16");
   expect_learns(a, "fp16");
   EXPECT_NE(a.out.find("--amp fp16 (forward pass and loss under CPU autocast to float16, float32 parameters, "
                        "GradScaler from scale 65536)"),
-            std::string::npos) << a.out;
+            std::string::npos)
+      << a.out;
   // Each epoch's line reports the scale: a power of two, at most the initial 2^16 (no growth in 24 steps).
   std::size_t at = 0;
   int reported = 0;
@@ -466,8 +471,8 @@ TEST_F(MnistCli, AmpFloat16WithGradScalerLearnsAndReportsTheScale) {
 }
 
 TEST_F(MnistCli, AmpOffIsTheDefaultAndSaysSo) {
-  const mnist::ProcessResult r = run({"--epochs", "1", "--train-limit", "64", "--test-limit", "32", "--log-level",
-                                      "info"});
+  const mnist::ProcessResult r =
+      run({"--epochs", "1", "--train-limit", "64", "--test-limit", "32", "--log-level", "info"});
   ASSERT_EQ(r.exit_code, 0) << r.err;
   EXPECT_NE(r.out.find("training on cpu: --amp off (float32)"), std::string::npos) << r.out;
 }

@@ -67,7 +67,8 @@ data::DataLoaderOptions loader_options(const Options& o, Device device, std::int
 
 /// Fraction of the test set classified correctly, with BatchNorm's running statistics and no graph, under the
 /// training's autocast (`amp`, none: float32).
-double evaluate(custom_model::ResNet& model, data::DataLoader& loader, Device device, std::optional<minidl::DType> amp) {
+double evaluate(custom_model::ResNet& model, data::DataLoader& loader, Device device,
+                std::optional<minidl::DType> amp) {
   model->eval();
   minidl::NoGradGuard no_grad;
   Tensor correct;
@@ -105,12 +106,11 @@ int run(const Options& o) {
   std::cout << *model << "\n";
   const std::optional<minidl::DType> amp = amp_dtype(o.amp);
   std::printf("%lld parameters; %lld training and %lld test images on %s (%d CPU threads); --amp %s%s\n",
-              static_cast<long long>(num_parameters),
-              static_cast<long long>(train_set->size()), static_cast<long long>(test_set->size()),
-              device.str().c_str(), minidl::get_num_threads(), o.amp.c_str(),
-              !amp ? " (float32)"
-                   : amp == minidl::kFloat16 ? " (forward pass and loss under autocast to float16, GradScaler)"
-                                             : " (forward pass and loss under autocast to bfloat16)");
+              static_cast<long long>(num_parameters), static_cast<long long>(train_set->size()),
+              static_cast<long long>(test_set->size()), device.str().c_str(), minidl::get_num_threads(), o.amp.c_str(),
+              !amp                      ? " (float32)"
+              : amp == minidl::kFloat16 ? " (forward pass and loss under autocast to float16, GradScaler)"
+                                        : " (forward pass and loss under autocast to bfloat16)");
 
   minidl::optim::AdamW optimizer(model->parameters(),
                                  minidl::optim::AdamWOptions(o.lr).weight_decay(o.weight_decay));
@@ -148,8 +148,8 @@ int run(const Options& o) {
     scheduler.step();
     accuracy = evaluate(model, test_loader, device, amp);
     std::printf("epoch %2lld  lr %.2e  train loss %.4f  %6.1f s (%6.0f img/s)  test accuracy %.4f",
-                static_cast<long long>(epoch), lr, train_loss, train_seconds,
-                static_cast<double>(seen) / train_seconds, accuracy);
+                static_cast<long long>(epoch), lr, train_loss, train_seconds, static_cast<double>(seen) / train_seconds,
+                accuracy);
     if (scaler.is_enabled()) std::printf("  grad scale %g", scaler.get_scale());
     std::printf("\n");
     std::fflush(stdout);

@@ -115,9 +115,9 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
                !c.amp ? "float32"
                       : fmt::format("forward pass and loss under {} autocast to {}, float32 parameters{}",
                                     device.type() == minidl::kCUDA ? "CUDA" : "CPU", minidl::dtype_name(*c.amp),
-                                    trainer.grad_scaler() ? fmt::format(", GradScaler from scale {}",
-                                                                        trainer.grad_scaler()->get_scale())
-                                                          : std::string()));
+                                    trainer.grad_scaler()
+                                        ? fmt::format(", GradScaler from scale {}", trainer.grad_scaler()->get_scale())
+                                        : std::string()));
   std::int64_t first_epoch = 1;
   if (!o.resume.empty()) {
     minidl::io::load(*trainer.model(), o.resume);
@@ -134,16 +134,15 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
     r.epoch = epoch;
     r.train = trainer.train_epoch(epoch);
     r.test = trainer.evaluate();
-    spdlog::info("epoch {} on {}: train loss {:.4f} acc {:.4f} ({:.2f} s, {:.0f} img/s{}) | test loss {:.4f} "
-                 "acc {:.4f}{}",
-                 epoch, device.str(), r.train.loss, r.train.accuracy, r.train.seconds, r.train.images_per_s,
-                 r.train.timing.one_time_steps > 0
-                     ? fmt::format("; {:.2f} s of it one-time work in {} step(s)", r.train.timing.one_time_seconds,
-                                   r.train.timing.one_time_steps)
-                     : std::string(),
-                 r.test.loss, r.test.accuracy,
-                 trainer.grad_scaler() ? fmt::format(" | grad scale {}", trainer.grad_scaler()->get_scale())
-                                       : std::string());
+    spdlog::info(
+        "epoch {} on {}: train loss {:.4f} acc {:.4f} ({:.2f} s, {:.0f} img/s{}) | test loss {:.4f} "
+        "acc {:.4f}{}",
+        epoch, device.str(), r.train.loss, r.train.accuracy, r.train.seconds, r.train.images_per_s,
+        r.train.timing.one_time_steps > 0 ? fmt::format("; {:.2f} s of it one-time work in {} step(s)",
+                                                        r.train.timing.one_time_seconds, r.train.timing.one_time_steps)
+                                          : std::string(),
+        r.test.loss, r.test.accuracy,
+        trainer.grad_scaler() ? fmt::format(" | grad scale {}", trainer.grad_scaler()->get_scale()) : std::string());
     if (metrics && leader) {
       metrics->write(epoch, device.str(), "train", r.train);
       metrics->write(epoch, device.str(), "test", r.test);

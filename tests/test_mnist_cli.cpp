@@ -477,6 +477,19 @@ TEST_F(MnistCli, AmpOffIsTheDefaultAndSaysSo) {
   EXPECT_NE(r.out.find("training on cpu: --amp off (float32)"), std::string::npos) << r.out;
 }
 
+TEST_F(MnistCli, CompareTrainsEveryRunUnderTheSameAmp) {
+  const mnist::ProcessResult r = run({"--compare", "--amp", "bf16", "--epochs", "1", "--train-limit", "64",
+                                      "--test-limit", "32", "--log-level", "info"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::size_t runs = 0;
+  for (std::size_t at = 0; (at = r.out.find("--amp bf16 (forward pass and loss under", at)) != std::string::npos;
+       ++at) {
+    ++runs;
+  }
+  EXPECT_EQ(runs, minidl::cuda::is_available() ? 2u : 1u) << r.out;
+  EXPECT_NE(r.out.find("training on cpu: --amp bf16"), std::string::npos) << r.out;
+}
+
 /// The fixture's data as datasets for an in-process Trainer.
 std::pair<std::shared_ptr<minidl::data::MnistDataset>, std::shared_ptr<minidl::data::MnistDataset>> fixture_sets(
     const fs::path& dir) {

@@ -4,7 +4,8 @@
   python3 bench/compare.py --bench build/bench/bench_mnist_epoch --device cuda --modes eager,graph --batches 64,256
   python3 bench/compare.py --bench ... --device cpu --modes eager --batches 64 --threads 16 --train-limit 9600
 
-Every option after the known ones is passed to both programs. Results also go to --out (CSV) if given.
+Every option after the known ones is passed to both programs (--amp off,bf16,fp16 and --seed among them; a
+configuration PyTorch cannot run, such as float16 autocast on the CPU of torch 1.13, shows nan on its side). Results also go to --out (CSV) if given.
 
 --repeat N runs the two programs N times, alternating (minidl, PyTorch, minidl, ...), and reports for each
 configuration the run with the median epoch time of each framework, with the fastest and slowest beside it,
@@ -41,7 +42,7 @@ def main():
     if a.repeat < 1:
         sys.exit(f"--repeat must be at least 1, found {a.repeat}")
     here = __file__.rsplit("/", 1)[0]
-    key = lambda r: (r["device"].split(":")[0], r["mode"], r["batch"], r.get("tf32", "on"))
+    key = lambda r: (r["device"].split(":")[0], r["mode"], r["batch"], r.get("tf32", "on"), r.get("amp", "off"))
     runs = {"minidl": {}, "torch": {}}  # framework -> config -> that config's rows over the runs
     order = []
     for _ in range(a.repeat):
@@ -64,7 +65,8 @@ def main():
         r, mine_range = median_run(runs["minidl"][k])
         t, torch_range = median_run(runs["torch"][k]) if k in runs["torch"] else ({}, "")
         ms, ts = float(r["epoch_s"]), float(t.get("epoch_s", "nan"))
-        row = [f"{r['device']} {r['mode']} b{r['batch']} tf32 {r.get('tf32', 'on')}", f"{ms:.3f}", f"{ts:.3f}",
+        row = [f"{r['device']} {r['mode']} b{r['batch']} tf32 {r.get('tf32', 'on')} amp {r.get('amp', 'off')}",
+               f"{ms:.3f}", f"{ts:.3f}",
                f"{ts / ms:.2f}x", r["step_us"], r.get("graph_nodes", ""), r.get("peak_mb", ""),
                t.get("peak_mb", ""), r.get("step_peak_mb", ""), r.get("test_acc", ""), t.get("test_acc", "")]
         if a.repeat > 1:

@@ -8,6 +8,7 @@
 #include <map>
 #include <thread>
 
+#include "autocast/policy.h"
 #include "golden_file.h"
 #include "test_util.h"
 
@@ -743,21 +744,30 @@ void expect_like_pytorch(const std::vector<double>& actual, const std::vector<do
   }
 }
 
-void check_against_pytorch(const char* key, GoldenModel (*make)(Device)) {
-  MINIDL_REQUIRE_GPU();
-  const json g = testing::read_golden("autocast_golden.json");
-  MINIDL_REQUIRE_GOLDEN_FILE(g, "autocast_golden.json", "gen_autocast_golden.py");
+/// One bf16 autocast step of `make`'s model on `device` against the golden file's entry `key` (CUDA:
+/// autocast_golden.json, PyTorch on a GPU; CPU: autocast_cpu_golden.json, PyTorch's CPU autocast).
+void check_against_pytorch(DeviceType device, const char* key, GoldenModel (*make)(Device)) {
+  if (device == kCUDA) MINIDL_REQUIRE_GPU();
+  const bool gpu = device == kCUDA;
+  const json g = testing::read_golden(gpu ? "autocast_golden.json" : "autocast_cpu_golden.json");
+  MINIDL_REQUIRE_GOLDEN_FILE(g, gpu ? "autocast_golden.json" : "autocast_cpu_golden.json",
+                             gpu ? "gen_autocast_golden.py" : "gen_autocast_cpu_golden.py");
+  if (!g.contains(key)) GTEST_SKIP() << "the golden file has no " << key << " (PyTorch " << g["torch_version"] << ")";
   const json& want = g[key];
   struct Tf32Off {  // PyTorch's values were computed without TF32
-    bool conv = cuda::allow_tf32_conv(), matmul = cuda::allow_tf32_matmul();
-    Tf32Off() { cuda::set_allow_tf32(false, false); }
-    ~Tf32Off() { cuda::set_allow_tf32(conv, matmul); }
-  } tf32_off;
-  GoldenModel m = make(Device(kCUDA));
+    bool gpu, conv = cuda::allow_tf32_conv(), matmul = cuda::allow_tf32_matmul();
+    explicit Tf32Off(bool on_gpu) : gpu(on_gpu) {
+      if (gpu) cuda::set_allow_tf32(false, false);
+    }
+    ~Tf32Off() {
+      if (gpu) cuda::set_allow_tf32(conv, matmul);
+    }
+  } tf32_off(gpu);
+  GoldenModel m = make(Device(device));
   std::map<std::string, DType> dtypes;
   Tensor loss;
   {
-    AutocastGuard guard(kCUDA, kBFloat16);
+    AutocastGuard guard(device, kBFloat16);
     loss = m.step(m.params, dtypes);
   }
   loss.backward();
@@ -793,8 +803,58 @@ TEST(AutocastGolden, ModelsRunInFloat32WithoutAutocast) {
   }
 }
 
-TEST(AutocastGolden, TransformerBlockStepLikePyTorchGPU) { check_against_pytorch("transformer", transformer_model); }
-TEST(AutocastGolden, ExampleCnnStepLikePyTorchGPU) { check_against_pytorch("cnn", cnn_model); }
+TEST(AutocastGolden, TransformerBlockStepLikePyTorchGPU) {
+  check_against_pytorch(kCUDA, "transformer", transformer_model);
+}
+TEST(AutocastGolden, ExampleCnnStepLikePyTorchGPU) { check_against_pytorch(kCUDA, "cnn", cnn_model); }
+
+// PyTorch's CPU autocast (Debian's 1.13 wrote the file: the CNN only, it has no scaled_dot_product_attention).
+TEST(AutocastGolden, ExampleCnnStepLikePyTorchCPU) { check_against_pytorch(kCPU, "cnn", cnn_model); }
+TEST(AutocastGolden, TransformerBlockStepLikePyTorchCPU) {
+  check_against_pytorch(kCPU, "transformer", transformer_model);
+}
+
+// minidl's CPU policy column against what the golden file's PyTorch does to each op (gen_autocast_cpu_golden.py runs
+// every op and records "lower", "float32", "unchanged", ...). minidl follows PyTorch 2.x's lists; the rows where the
+// recording PyTorch differs are listed with what it does, so a regenerated file with other differences fails here.
+TEST(AutocastGolden, CpuPolicyLikePyTorchs) {
+  const json g = testing::read_golden("autocast_cpu_golden.json");
+  MINIDL_REQUIRE_GOLDEN_FILE(g, "autocast_cpu_golden.json", "gen_autocast_cpu_golden.py");
+  const json& torch_policy = g["cpu_policy"];
+  const std::string version = g["torch_version"].get<std::string>();
+  // PyTorch 1.13 (Debian's): no scaled_dot_product_attention or rms_norm yet; its CPU list casts the transposed
+  // convolutions to float32 (2.x lowers them), and its LSTM layer is not lowered (2.x lowers mkldnn_rnn_layer).
+  std::map<std::string, std::string> known;
+  if (version.rfind("1.", 0) == 0) {
+    known = {{"scaled_dot_product_attention", "absent"},
+             {"rms_norm", "absent"},
+             {"conv_transpose1d", "float32"},
+             {"conv_transpose2d", "float32"},
+             {"rnn_recurrence", "unknown: not lowered"}};
+  }
+  using autocast::policy::Cast;
+  int rows = 0;
+#define MINIDL_AUTOCAST_ROW(op, cuda_cast, cpu_cast)                                                             \
+  {                                                                                                              \
+    ++rows;                                                                                                      \
+    const Cast c = autocast::policy::cast_of(autocast::policy::Op::op, kCPU);                                    \
+    const std::string mine = c == Cast::Lower     ? "lower"                                                      \
+                             : c == Cast::Float32 ? "float32"                                                    \
+                             : c == Cast::Banned  ? "refused"                                                    \
+                                                  : "unchanged";                                                  \
+    ASSERT_TRUE(torch_policy.contains(#op)) << "the golden file has no row for " #op;                            \
+    const std::string theirs = torch_policy[#op].get<std::string>();                                             \
+    if (known.count(#op)) {                                                                                      \
+      EXPECT_EQ(theirs.rfind(known.at(#op), 0), 0u) << #op << ": PyTorch " << version << " now does " << theirs; \
+    } else {                                                                                                     \
+      EXPECT_EQ(mine, theirs) << #op << " under CPU autocast: minidl " << mine << ", PyTorch " << version << " " \
+                              << theirs;                                                                         \
+    }                                                                                                            \
+  }
+  MINIDL_AUTOCAST_OPS(MINIDL_AUTOCAST_ROW)
+#undef MINIDL_AUTOCAST_ROW
+  EXPECT_EQ(static_cast<std::size_t>(rows), torch_policy.size()) << "rows of minidl's table vs the golden file's";
+}
 
 }  // namespace
 }  // namespace minidl

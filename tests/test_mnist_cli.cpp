@@ -26,6 +26,7 @@
 #include "minidl/io/safetensors.h"
 #include "net.h"
 #include "subprocess.h"
+#include "test_util.h"
 #include "trainer.h"
 
 #ifndef MNIST_TRAIN_BINARY
@@ -63,6 +64,8 @@ double parse_number(const std::string& s) {
   return v;
 }
 
+struct AmpRun;
+
 class MnistCli : public ::testing::Test {
  protected:
   static constexpr std::uint32_t kTrain = 512, kTest = 256;
@@ -87,6 +90,8 @@ class MnistCli : public ::testing::Test {
   }
 
   fs::path path(const std::string& name) const { return dir_ / name; }
+  void expect_resume_bitwise_exact(const std::vector<std::string>& extra_flags) const;
+  AmpRun run_amp(const fs::path& csv, const std::string& mode) const;
 
   /// mnist_train with `args` (quiet and on the CPU unless `args` names --log-level or --device, on the test's data
   /// unless `args` names --data).
@@ -125,7 +130,7 @@ class MnistCli : public ::testing::Test {
 TEST_F(MnistCli, HelpExitsZero) {
   const mnist::ProcessResult r = run({"--help"});
   EXPECT_EQ(r.exit_code, 0);
-  for (const char* flag : {"--download", "--download-url", "--export-logits", "--resume", "--metrics"}) {
+  for (const char* flag : {"--download", "--download-url", "--export-logits", "--resume", "--metrics", "--amp"}) {
     EXPECT_NE(r.out.find(flag), std::string::npos) << "--help does not mention " << flag;
   }
 }
@@ -144,6 +149,9 @@ TEST_F(MnistCli, BadFlagsAreCommandLineErrors) {
   expect_error({"--train-limit", "0"}, 2, {"--train-limit"});
   expect_error({"--threads", "0"}, 2, {"--threads"});
   expect_error({"--log-level", "loud"}, 2, {"--log-level"});
+  expect_error({"--amp", "fp8"}, 2, {"--amp", "fp8"});
+  expect_error({"--amp", "BF16"}, 2, {"--amp", "BF16"});
+  expect_error({"--amp"}, 2, {"--amp"});
 }
 
 TEST_F(MnistCli, BadPathsAreCommandLineErrors) {
@@ -305,8 +313,11 @@ TEST_F(MnistCli, MetricsCsvHasAHeaderAndOneRowPerEpochAndSplit) {
   }
 }
 
-TEST_F(MnistCli, ResumeContinuesBitwiseExactly) {
-  const std::vector<std::string> common = {"--seed", "7", "--batch-size", "64"};
+/// Two epochs in one run and in two (--save, then --resume) give the same files, byte for byte; `extra` flags are
+/// passed to every run.
+void MnistCli::expect_resume_bitwise_exact(const std::vector<std::string>& extra_flags) const {
+  std::vector<std::string> common = {"--seed", "7", "--batch-size", "64"};
+  common.insert(common.end(), extra_flags.begin(), extra_flags.end());
   const auto with = [&](std::vector<std::string> extra) {
     extra.insert(extra.begin(), common.begin(), common.end());
     return extra;
@@ -332,6 +343,17 @@ TEST_F(MnistCli, ResumeContinuesBitwiseExactly) {
       << "the training states (optimizer, epoch, RNG) differ";
   // And resuming is not trivially equal: the first epoch's weights differ from the second's.
   EXPECT_FALSE(slurp(first) == slurp(straight));
+}
+
+TEST_F(MnistCli, ResumeContinuesBitwiseExactly) { expect_resume_bitwise_exact({}); }
+
+// The GradScaler's state (scale, growth tracker) travels in the training state, so a float16 run resumes exactly.
+TEST_F(MnistCli, ResumeContinuesBitwiseExactlyWithFloat16Autocast) {
+  expect_resume_bitwise_exact({"--amp", "fp16", "--train-limit", "192"});
+  const minidl::io::TrainingState st = minidl::io::load_training_state(path("first.safetensors.state").string());
+  for (const char* key : {"grad_scaler.scale", "grad_scaler._growth_tracker", "grad_scaler.growth_interval"}) {
+    EXPECT_EQ(st.extra.count(key), 1u) << "the training state lacks " << key;
+  }
 }
 
 TEST_F(MnistCli, ExportLogitsWritesInputsAndTheModelsLogits) {
@@ -369,6 +391,200 @@ TEST_F(MnistCli, ExportLogitsWritesInputsAndTheModelsLogits) {
   for (std::size_t i = 0; i < found.size(); ++i) {
     EXPECT_NEAR(found[i], expected[i], 1e-4 * (1 + std::fabs(expected[i]))) << "logit " << i;
   }
+}
+
+// ---- mixed precision (--amp) ----------------------------------------------------------------------------------
+
+/// Debian's dataset-fashion-mnist: the learning tests need real images (the fixture's are noise).
+const fs::path kFashionMnist = "/usr/share/datasets/fashion-mnist";
+
+struct AmpRun {
+  std::vector<double> train_loss, test_accuracy;  // per epoch, from the --metrics CSV
+  std::string out;                                // stdout (the log at level info)
+};
+
+/// mnist_train --amp `mode` for 2 epochs on 768 Fashion-MNIST training and 500 test images on the CPU.
+AmpRun MnistCli::run_amp(const fs::path& csv, const std::string& mode) const {
+  const mnist::ProcessResult r =
+      run({"--data", kFashionMnist.string(), "--amp", mode, "--epochs", "2", "--train-limit", "768", "--test-limit",
+           "500", "--seed", "3", "--log-level", "info", "--metrics", csv.string()},
+          false);
+  EXPECT_EQ(r.exit_code, 0) << r.err;
+  AmpRun a;
+  a.out = r.out;
+  const std::vector<std::string> lines = split(slurp(csv), '\n');
+  EXPECT_EQ(lines.size(), 5u) << slurp(csv);
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const std::vector<std::string> f = split(lines[i], ',');
+    if (f.size() != 7u) {
+      ADD_FAILURE() << lines[i];
+      continue;
+    }
+    (f[2] == "train" ? a.train_loss : a.test_accuracy).push_back(parse_number(f[f[2] == "train" ? 3 : 4]));
+  }
+  return a;
+}
+
+/// The loss falls from the first epoch to the second, and the test accuracy is far above chance (0.1).
+void expect_learns(const AmpRun& a, const std::string& mode) {
+  ASSERT_EQ(a.train_loss.size(), 2u) << mode;
+  ASSERT_EQ(a.test_accuracy.size(), 2u) << mode;
+  EXPECT_TRUE(std::isfinite(a.train_loss[0]) && std::isfinite(a.train_loss[1])) << mode;
+  EXPECT_LT(a.train_loss[1], a.train_loss[0]) << "--amp " << mode << ": the training loss does not fall\n" << a.out;
+  EXPECT_GT(a.test_accuracy[1], 0.5) << "--amp " << mode << ": test accuracy near chance\n" << a.out;
+}
+
+TEST_F(MnistCli, AmpBfloat16Learns) {
+  if (!fs::exists(kFashionMnist / "train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "no Fashion-MNIST at " << kFashionMnist;
+  const AmpRun a = run_amp(path("bf16.csv"), "bf16");
+  expect_learns(a, "bf16");
+  EXPECT_NE(a.out.find("--amp bf16 (forward pass and loss under CPU autocast to bfloat16, float32 parameters)"),
+            std::string::npos)
+      << "the run's header does not name the mode:\n"
+      << a.out;
+  EXPECT_EQ(a.out.find("grad scale"), std::string::npos) << "bfloat16 runs without a GradScaler:\n" << a.out;
+}
+
+TEST_F(MnistCli, AmpFloat16WithGradScalerLearnsAndReportsTheScale) {
+  if (!fs::exists(kFashionMnist / "train-images-idx3-ubyte.gz"))
+    GTEST_SKIP() << "no Fashion-MNIST at " << kFashionMnist;
+  const AmpRun a = run_amp(path("fp16.csv"), "fp16");
+  expect_learns(a, "fp16");
+  EXPECT_NE(a.out.find("--amp fp16 (forward pass and loss under CPU autocast to float16, float32 parameters, "
+                       "GradScaler from scale 65536)"),
+            std::string::npos)
+      << a.out;
+  // Each epoch's line reports the scale: a power of two, at most the initial 2^16 (no growth in 24 steps).
+  std::size_t at = 0;
+  int reported = 0;
+  while ((at = a.out.find("| grad scale ", at)) != std::string::npos) {
+    at += 13;
+    const double scale = parse_number(split(split(a.out.substr(at), '\n')[0], ' ')[0]);
+    int exponent = 0;
+    EXPECT_EQ(std::frexp(scale, &exponent), 0.5) << "scale " << scale << " is not a power of two";
+    EXPECT_LE(scale, 65536.0);
+    EXPECT_GE(scale, 1.0);
+    ++reported;
+  }
+  EXPECT_EQ(reported, 2) << a.out;
+}
+
+TEST_F(MnistCli, AmpOffIsTheDefaultAndSaysSo) {
+  const mnist::ProcessResult r =
+      run({"--epochs", "1", "--train-limit", "64", "--test-limit", "32", "--log-level", "info"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  EXPECT_NE(r.out.find("training on cpu: --amp off (float32)"), std::string::npos) << r.out;
+}
+
+TEST_F(MnistCli, CompareTrainsEveryRunUnderTheSameAmp) {
+  const mnist::ProcessResult r = run({"--compare", "--amp", "bf16", "--epochs", "1", "--train-limit", "64",
+                                      "--test-limit", "32", "--log-level", "info"});
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  std::size_t runs = 0;
+  for (std::size_t at = 0; (at = r.out.find("--amp bf16 (forward pass and loss under", at)) != std::string::npos;
+       ++at) {
+    ++runs;
+  }
+  EXPECT_EQ(runs, minidl::cuda::is_available() ? 2u : 1u) << r.out;
+  EXPECT_NE(r.out.find("training on cpu: --amp bf16"), std::string::npos) << r.out;
+}
+
+/// The fixture's data as datasets for an in-process Trainer.
+std::pair<std::shared_ptr<minidl::data::MnistDataset>, std::shared_ptr<minidl::data::MnistDataset>> fixture_sets(
+    const fs::path& dir) {
+  const auto norm = minidl::data::Normalization::mnist();
+  return {std::make_shared<minidl::data::MnistDataset>(minidl::data::MnistDataset::load(dir.string(), true, norm)),
+          std::make_shared<minidl::data::MnistDataset>(minidl::data::MnistDataset::load(dir.string(), false, norm))};
+}
+
+std::vector<std::vector<float>> weights_of(mnist::Trainer& trainer) {
+  std::vector<std::vector<float>> w;
+  for (const minidl::Tensor& p : trainer.model()->parameters()) w.push_back(p.to_vector<float>());
+  return w;
+}
+
+// A scale of 2^40 makes every float16 gradient overflow: each of the epoch's 8 steps must be skipped (the weights
+// and the momentum untouched) and halve the scale; once the scale is sane again, steps go through. On the GPU all
+// but the first two steps replay the captured step, whose skip and scale update are decided on the device.
+void expect_overflowing_steps_skipped(const fs::path& data, minidl::Device device) {
+  const auto [train, test] = fixture_sets(data);
+  mnist::TrainConfig c;
+  c.device = device;
+  c.batch_size = 64;  // 512 images: 8 steps
+  c.progress = false;
+  c.seed = 3;
+  c.amp = minidl::kFloat16;
+  c.grad_scaler.init_scale(std::ldexp(1.0, 40));
+  minidl::manual_seed(3);
+  mnist::Trainer trainer(c, train, test);
+  ASSERT_NE(trainer.grad_scaler(), nullptr);
+  const std::vector<std::vector<float>> initial = weights_of(trainer);
+  const mnist::EpochStats skipped = trainer.train_epoch(1);
+  if (device.is_cuda()) EXPECT_GT(trainer.graph_nodes(), 0u) << "the step was not captured";
+  EXPECT_TRUE(std::isfinite(skipped.loss)) << "the reported loss is the unscaled float32 loss";
+  EXPECT_EQ(trainer.grad_scaler()->get_scale(), std::ldexp(1.0, 32)) << "8 overflowing steps halve 2^40 8 times";
+  const std::vector<std::vector<float>> after_skips = weights_of(trainer);
+  ASSERT_EQ(after_skips.size(), initial.size());
+  for (std::size_t i = 0; i < initial.size(); ++i) EXPECT_EQ(after_skips[i], initial[i]) << "parameter " << i;
+
+  trainer.grad_scaler()->update(1024.0);
+  const mnist::EpochStats trained = trainer.train_epoch(2);
+  EXPECT_TRUE(std::isfinite(trained.loss));
+  const double scale = trainer.grad_scaler()->get_scale();
+  EXPECT_TRUE(scale > 0 && scale <= 1024.0) << scale;
+  const std::vector<std::vector<float>> after_steps = weights_of(trainer);
+  for (std::size_t i = 0; i < initial.size(); ++i) {
+    EXPECT_NE(after_steps[i], initial[i]) << "parameter " << i << " never updated at scale 1024";
+    for (float v : after_steps[i]) ASSERT_TRUE(std::isfinite(v)) << "parameter " << i;
+  }
+}
+
+TEST_F(MnistCli, Float16StepsThatOverflowAreSkippedAndHalveTheScale) {
+  expect_overflowing_steps_skipped(data_, minidl::Device(minidl::kCPU));
+}
+
+TEST_F(MnistCli, Float16StepsThatOverflowAreSkippedInsideTheCapturedStepGPU) {
+  MINIDL_REQUIRE_GPU();
+  expect_overflowing_steps_skipped(data_, minidl::Device(minidl::kCUDA, 0));
+}
+
+// bfloat16 needs no scaler; parameters and their gradients stay float32 (autocast casts copies). On the GPU the
+// step under autocast is captured whole.
+void expect_bfloat16_trainer_keeps_float32(const fs::path& data, minidl::Device device) {
+  const auto [train, test] = fixture_sets(data);
+  mnist::TrainConfig c;
+  c.device = device;
+  c.batch_size = 64;
+  c.progress = false;
+  c.amp = minidl::kBFloat16;
+  minidl::manual_seed(4);
+  mnist::Trainer trainer(c, train, test);
+  EXPECT_EQ(trainer.grad_scaler(), nullptr);
+  const std::vector<std::vector<float>> initial = weights_of(trainer);
+  EXPECT_TRUE(std::isfinite(trainer.train_epoch(1).loss));
+  if (device.is_cuda()) EXPECT_GT(trainer.graph_nodes(), 0u) << "the step was not captured";
+  const mnist::EpochStats eval = trainer.evaluate();
+  EXPECT_TRUE(std::isfinite(eval.loss) && eval.accuracy >= 0 && eval.accuracy <= 1);
+  std::size_t i = 0;
+  for (const minidl::Tensor& p : trainer.model()->parameters()) {
+    EXPECT_EQ(p.dtype(), minidl::kFloat32) << "parameter " << i;
+    ASSERT_TRUE(p.grad().defined()) << "parameter " << i;
+    EXPECT_EQ(p.grad().dtype(), minidl::kFloat32) << "gradient of parameter " << i;
+    const std::vector<float> now = p.to_vector<float>();
+    EXPECT_NE(now, initial[i]) << "parameter " << i << " not updated";
+    for (float v : now) ASSERT_TRUE(std::isfinite(v)) << "parameter " << i;
+    ++i;
+  }
+}
+
+TEST_F(MnistCli, Bfloat16TrainerKeepsFloat32ParametersAndGradients) {
+  expect_bfloat16_trainer_keeps_float32(data_, minidl::Device(minidl::kCPU));
+}
+
+TEST_F(MnistCli, Bfloat16TrainerCapturesItsStepGPU) {
+  MINIDL_REQUIRE_GPU();
+  expect_bfloat16_trainer_keeps_float32(data_, minidl::Device(minidl::kCUDA, 0));
 }
 
 // ---- the Trainer's per-step metrics --------------------------------------------------------------------------

@@ -109,13 +109,22 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
   c.seed = o.seed;
   c.progress = !o.no_progress;
   c.stop_requested = examples::interrupt_requested;
+  c.amp = mnist::parse_amp(o.amp);
   mnist::Trainer trainer(c, train_set, test_set);
+  spdlog::info("training on {}: --amp {} ({})", device.str(), o.amp,
+               !c.amp ? "float32"
+                      : fmt::format("forward pass and loss under {} autocast to {}, float32 parameters{}",
+                                    device.type() == minidl::kCUDA ? "CUDA" : "CPU", minidl::dtype_name(*c.amp),
+                                    trainer.grad_scaler()
+                                        ? fmt::format(", GradScaler from scale {}", trainer.grad_scaler()->get_scale())
+                                        : std::string()));
   std::int64_t first_epoch = 1;
   if (!o.resume.empty()) {
     minidl::io::load(*trainer.model(), o.resume);
     const minidl::io::TrainingState st = minidl::io::load_training_state(mnist::state_path(o.resume));
     trainer.optimizer().load_state_dict(st.optimizer);
     minidl::set_rng_state(st.rng);
+    if (trainer.grad_scaler()) mnist::load_grad_scaler(*trainer.grad_scaler(), st.extra);
     first_epoch = st.epoch + 1;
     spdlog::info("resumed from {} after epoch {}", o.resume, st.epoch);
   }
@@ -125,14 +134,15 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
     r.epoch = epoch;
     r.train = trainer.train_epoch(epoch);
     r.test = trainer.evaluate();
-    spdlog::info("epoch {} on {}: train loss {:.4f} acc {:.4f} ({:.2f} s, {:.0f} img/s{}) | test loss {:.4f} "
-                 "acc {:.4f}",
-                 epoch, device.str(), r.train.loss, r.train.accuracy, r.train.seconds, r.train.images_per_s,
-                 r.train.timing.one_time_steps > 0
-                     ? fmt::format("; {:.2f} s of it one-time work in {} step(s)", r.train.timing.one_time_seconds,
-                                   r.train.timing.one_time_steps)
-                     : std::string(),
-                 r.test.loss, r.test.accuracy);
+    spdlog::info(
+        "epoch {} on {}: train loss {:.4f} acc {:.4f} ({:.2f} s, {:.0f} img/s{}) | test loss {:.4f} "
+        "acc {:.4f}{}",
+        epoch, device.str(), r.train.loss, r.train.accuracy, r.train.seconds, r.train.images_per_s,
+        r.train.timing.one_time_steps > 0 ? fmt::format("; {:.2f} s of it one-time work in {} step(s)",
+                                                        r.train.timing.one_time_seconds, r.train.timing.one_time_steps)
+                                          : std::string(),
+        r.test.loss, r.test.accuracy,
+        trainer.grad_scaler() ? fmt::format(" | grad scale {}", trainer.grad_scaler()->get_scale()) : std::string());
     if (metrics && leader) {
       metrics->write(epoch, device.str(), "train", r.train);
       metrics->write(epoch, device.str(), "test", r.test);
@@ -143,6 +153,7 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
       st.epoch = epoch;
       st.optimizer = trainer.optimizer().state_dict();
       st.rng = minidl::get_rng_state();
+      if (trainer.grad_scaler()) mnist::save_grad_scaler(*trainer.grad_scaler(), st.extra);
       minidl::io::save_training_state(mnist::state_path(o.save), st);
     }
     summary.epochs.push_back(r);

@@ -29,6 +29,11 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--lr", o.lr, "learning rate")->check(CLI::Range(0.0, 1e6));
   app.add_option("--optimizer", o.optimizer, "sgd, adam, adamw or adadelta")
       ->check(CLI::IsMember({"sgd", "adam", "adamw", "adadelta"}));
+  app.add_option("--amp", o.amp,
+                 "mixed precision: bf16 or fp16 autocast for the forward pass and loss (float32 parameters; fp16 "
+                 "with a GradScaler), or off")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"off", "bf16", "fp16"}));
   app.add_option("--momentum", o.momentum, "SGD momentum")->check(CLI::Range(0.0, 1.0));
   app.add_option("--seed", o.seed, "random seed (weights, shuffling, dropout)");
   app.add_option("--threads", o.threads, "CPU threads (default: all hardware threads)")->check(CLI::Range(1, 4096));

@@ -12,8 +12,8 @@
 namespace mnist {
 
 struct Options {
-  std::string data_dir, device = "auto", optimizer = "sgd", save, resume, metrics, export_logits,
-                        log_level = "info", normalization = "auto", download_url = kMnistBaseUrl;
+  std::string data_dir, device = "auto", optimizer = "sgd", save, resume, metrics, export_logits, log_level = "info",
+                        normalization = "auto", download_url = kMnistBaseUrl, amp = "off";
   std::int64_t epochs = 10, batch_size = 64, train_limit = 0, test_limit = 0;
   double lr = 0.05, momentum = 0.9;
   std::uint64_t seed = 1;

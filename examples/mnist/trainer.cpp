@@ -81,20 +81,18 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<const minidl::data::Dataset
   // Rank 0's initial weights go to every rank; the optimizer then holds the same parameters everywhere.
   if (config_.group) ddp_ = std::make_unique<minidl::nn::parallel::DistributedDataParallel>(model_.ptr(), config_.group);
   optimizer_ = make_optimizer(config_, model_->parameters());
+  if (needs_grad_scaler(config_.amp)) scaler_ = std::make_unique<minidl::amp::GradScaler>(config_.grad_scaler);
   const auto dev = minidl::TensorOptions(minidl::kFloat32).device(config_.device);
   loss_sum_ = minidl::zeros({}, dev);
   correct_ = minidl::zeros({}, dev);
 }
 
 void Trainer::step(const Tensor& x, const Tensor& y) {
-  const Tensor logits = model_(x);
-  const Tensor loss = F::cross_entropy(logits, y);
-  loss.backward();
-  optimizer_->step();
+  const StepOutputs out = train_step(*model_, *optimizer_, scaler_.get(), config_.amp, config_.device, x, y);
   if (!config_.step_metrics) return;
   minidl::NoGradGuard no_grad;
-  loss_sum_.add_(loss.detach(), static_cast<double>(y.size(0)));
-  correct_.add_(correct_count(logits, y));
+  loss_sum_.add_(out.loss.detach(), static_cast<double>(y.size(0)));
+  correct_.add_(correct_count(out.logits, y));
 }
 
 namespace {
@@ -207,8 +205,13 @@ EpochStats Trainer::evaluate() {
   std::int64_t seen = 0;
   test_loader_.start_epoch(0);
   while (auto batch = test_loader_.next()) {
-    const Tensor logits = model_(batch->data);
-    loss_sum.add_(F::cross_entropy(logits, batch->target, minidl::nn::Reduction::Sum));
+    Tensor logits, loss;
+    {
+      AmpRegion region(config_.amp, config_.device);  // evaluated as trained
+      logits = model_(batch->data);
+      loss = F::cross_entropy(logits, batch->target, minidl::nn::Reduction::Sum);
+    }
+    loss_sum.add_(loss);
     correct.add_(correct_count(logits, batch->target));
     seen += batch->target.size(0);
     stop_if_requested();

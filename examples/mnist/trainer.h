@@ -9,11 +9,13 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <set>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "amp.h"
 #include "epoch_clock.h"
 #include "metrics.h"
 #include "net.h"
@@ -33,6 +35,11 @@ struct TrainConfig {
   bool data_on_device = true;  // GPU: keep the whole dataset resident and gather batches there
   bool cuda_graph = true;      // GPU: capture the whole training step once and replay it per batch
   bool drop_last = false;      // skip the last, smaller training batch
+  /// --amp: the autocast dtype (bfloat16 or float16) of the forward pass and the loss in training and evaluation;
+  /// none: float32 (amp.h).
+  std::optional<minidl::DType> amp;
+  /// With float16: the GradScaler's options (PyTorch's defaults).
+  minidl::amp::GradScalerOptions grad_scaler;
   /// Add each step's loss and correct count to running sums on the device, for the progress bar's running loss
   /// and the epoch's training loss and accuracy (then NaN without it; needs progress off). The benchmarks turn it
   /// off to time the same work as PyTorch's reference step: forward, loss, backward, update.
@@ -80,6 +87,8 @@ class Trainer {
   Net& model() { return model_; }
   minidl::optim::Optimizer& optimizer() { return *optimizer_; }
   const TrainConfig& config() const { return config_; }
+  /// The float16 run's GradScaler; null for bfloat16 and float32.
+  minidl::amp::GradScaler* grad_scaler() { return scaler_.get(); }
 
   /// Throws Interrupted when stopped, NonFiniteLoss when the running or final training loss is not finite.
   /// The stats' timing splits the epoch's seconds into the steady state and the one-time work of its steps
@@ -111,6 +120,7 @@ class Trainer {
   Net model_;
   std::unique_ptr<minidl::nn::parallel::DistributedDataParallel> ddp_;  // with config.group
   std::unique_ptr<minidl::optim::Optimizer> optimizer_;
+  std::unique_ptr<minidl::amp::GradScaler> scaler_;  // with config.amp float16
   minidl::data::DataLoader train_loader_, test_loader_;
   minidl::Tensor loss_sum_, correct_;  // device accumulators of the current epoch
   minidl::cuda::CUDAGraph graph_;

@@ -122,14 +122,14 @@ def cnn_step(p, x, labels, dtypes):
     return loss
 
 
-def run(params_fn, inputs_fn, step):
+def run(params_fn, inputs_fn, step, device="cuda"):
     result = {"dtypes": {}, "loss": {}, "grads": {}}
     grads = {}
     for mode in ("autocast", "float32"):
-        params = {k: v.cuda().requires_grad_(True) for k, v in params_fn().items()}
-        x, y = (t.cuda() for t in inputs_fn())
+        params = {k: v.to(device).requires_grad_(True) for k, v in params_fn().items()}
+        x, y = (t.to(device) for t in inputs_fn())
         dtypes = {}
-        with torch.autocast("cuda", dtype=torch.bfloat16, enabled=mode == "autocast"):
+        with torch.autocast(device, dtype=torch.bfloat16, enabled=mode == "autocast"):
             loss = step(params, x, y, dtypes)
         loss.backward()
         if mode == "autocast":

@@ -16,7 +16,24 @@ import os
 import sys
 import time
 
-import torch
+
+def threads_flag():
+    """--threads N's value as given, before argparse runs (None when absent)."""
+    for i, arg in enumerate(sys.argv):
+        if arg == "--threads" and i + 1 < len(sys.argv):
+            return sys.argv[i + 1]
+        if arg.startswith("--threads="):
+            return arg.split("=", 1)[1]
+    return None
+
+
+# Debian's torch calls BLAS through the generic interface (OpenBLAS underneath), whose own thread pool
+# torch.set_num_threads does not size: OpenBLAS reads OPENBLAS_NUM_THREADS when it loads, so --threads must be in
+# the environment before torch is imported, or the GEMMs run on every core besides the --threads ones.
+if threads_flag() is not None:
+    os.environ.setdefault("OPENBLAS_NUM_THREADS", threads_flag())
+
+import torch  # noqa: E402
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common", "reference"))
 from safetensors_file import read_safetensors  # noqa: E402

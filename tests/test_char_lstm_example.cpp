@@ -230,12 +230,12 @@ TEST(CharLstmExample, TinyConfigBeatsTheBigramEntropyOnTheCpu) {
   char_lstm::Hyper h;
   h.embed = 16;
   h.hidden = 64;
-  h.layers = 2;
+  h.layers = 1;
   h.seq_len = 32;
   h.batch_size = 16;
   h.lr = 1e-2;
   h.eval_batches = 50;
-  const std::int64_t iters = 500;
+  const std::int64_t iters = 300;
   const auto data = shakespeare();
 
   const std::vector<std::int64_t>& train = data->tokens(examples::Split::Train);
@@ -393,6 +393,10 @@ TEST(CharLstmExample, CommandLineErrorsAndMetrics) {
   r = run_cli(std::string(kTinyFlags) + " --hidden 12 --batch-size 2 --iters 6 --resume " + ck);
   EXPECT_EQ(r.status, 1) << r.output;
   EXPECT_NE(r.output.find("of 16"), std::string::npos) << r.output;
+  // So is a carried state of another --batch-size, naming its file.
+  r = run_cli(std::string(kTinyFlags) + " --hidden 16 --batch-size 3 --iters 6 --resume " + ck);
+  EXPECT_EQ(r.status, 1) << r.output;
+  EXPECT_NE(r.output.find(char_lstm::hidden_path(ck)), std::string::npos) << r.output;
   fs::remove_all(dir);
 }
 

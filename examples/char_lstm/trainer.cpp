@@ -203,12 +203,13 @@ void Trainer::resume(const std::string& path) {
   const auto vocab = file.metadata.find("char_lstm.vocabulary");
   MINIDL_CHECK(vocab != file.metadata.end() && vocab->second == data_->vocabulary_text(), minidl::ValueError,
                "--resume ", path, ": the checkpoint's vocabulary differs from the training data's (another --data?)");
-  minidl::io::load(*model_, path);
+  // The carried state first: a state of another --batch-size is a FormatError before anything has changed.
+  CarriedState carried(model_->zero_state(config_.hyper.batch_size, config_.device));
+  minidl::io::load(*carried, hidden_path(path));
   const minidl::io::TrainingState st = minidl::io::load_training_state(state_path(path));
+  minidl::io::load(*model_, path);
   optimizer_->load_state_dict(st.optimizer);
   minidl::set_rng_state(st.rng);
-  CarriedState carried(model_->zero_state(config_.hyper.batch_size, config_.device));
-  minidl::io::load(*carried, hidden_path(path));  // a FormatError names a state of another shape
   state_ = carried->get();
   iter_ = st.epoch;
 }

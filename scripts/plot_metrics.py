@@ -1,11 +1,12 @@
 #!/usr/bin/env python3
-"""Plots the CSV that `mnist_train --metrics FILE` or `gpt_train --metrics FILE` writes.
+"""Plots the CSV that `mnist_train --metrics FILE`, `gpt_train --metrics FILE` or `char_lstm --metrics FILE`
+writes.
 
 Usage: plot_metrics.py METRICS_CSV [-o OUT_PNG] [--title TEXT]
 
-gpt_train's CSV has the header iter,split,loss,ms_per_iter,tokens_per_s,elapsed_s (train rows per evaluation
-interval with its speed, val rows with the evaluation loss); its PNG shows both losses against the iteration and
-against the training time, and the training speed per interval.
+gpt_train's and char_lstm's CSV has the header iter,split,loss,ms_per_iter,tokens_per_s,elapsed_s (train rows per
+evaluation interval with its speed, val rows with the evaluation loss); its PNG shows both losses against the
+iteration and against the training time, and the training speed per interval.
 
 The CSV has the header epoch,device,split,loss,accuracy,seconds,images_per_s and one row per epoch, device and
 split (train/test). The PNG (default: the CSV's name with .png) shows loss and accuracy per epoch, one curve per

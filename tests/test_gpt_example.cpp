@@ -19,12 +19,12 @@
 #include <unistd.h>
 
 #include "data.h"
-#include "metrics.h"
 #include "minidl/io/safetensors.h"
 #include "model.h"
 #include "options.h"
 #include "sampling.h"
 #include "test_util.h"
+#include "token_metrics.h"
 #include "trainer.h"
 
 #ifndef GPT_TRAIN_BINARY
@@ -193,7 +193,7 @@ TEST(GptExample, TextSplitsVocabularyAndBatches) {
   const std::string text =
       "h\xC3\xA9llo w\xC3\xB6rld, hello again \xE2\x82\xAC!";  // two-byte and three-byte characters
   const gpt::TokenData d = gpt::TokenData::from_text(text, "t", 2);
-  const std::vector<char32_t> chars = gpt::decode_utf8(text, "t");
+  const std::vector<char32_t> chars = examples::decode_utf8(text, "t");
   EXPECT_EQ(d.tokens(gpt::Split::Train).size(), chars.size() * 9 / 10);
   EXPECT_EQ(d.tokens(gpt::Split::Train).size() + d.tokens(gpt::Split::Val).size(), chars.size());
   // Sorted distinct code points.
@@ -207,10 +207,10 @@ TEST(GptExample, TextSplitsVocabularyAndBatches) {
                "byte offset 2");
   EXPECT_ERROR(minidl::ValueError, gpt::TokenData::from_text("abc\xC0\x80", "bad.txt", 1), "bad.txt", "offset 3");
   EXPECT_ERROR(minidl::ValueError, gpt::TokenData::from_text("abcdefghij", "short.txt", 4), "short.txt",
-               "block_size + 1 = 5");
+               "context + 1 = 5");
 
   const auto sh = shakespeare(32);
-  const gpt::TokenBatch b = sh->batch(gpt::Split::Val, 3, 0, 8, 32, 1);
+  const gpt::TokenBatch b = gpt::random_batch(*sh, gpt::Split::Val, 3, 0, 8, 32, 1);
   ASSERT_EQ(b.x.sizes(), (minidl::Shape{8, 32}));
   // Targets are the inputs shifted by one, windows of the split.
   EXPECT_TRUE(minidl::equal(b.x.narrow(1, 1, 31), b.y.narrow(1, 0, 31)));
@@ -225,10 +225,10 @@ TEST(GptExample, TextSplitsVocabularyAndBatches) {
     EXPECT_TRUE(found) << "row " << r << " is not a window of the validation tokens";
   }
   // The same arguments give the same batch; another iteration, batch index or seed another one.
-  EXPECT_TRUE(minidl::equal(sh->batch(gpt::Split::Val, 3, 0, 8, 32, 1).x, b.x));
-  EXPECT_FALSE(minidl::equal(sh->batch(gpt::Split::Val, 4, 0, 8, 32, 1).x, b.x));
-  EXPECT_FALSE(minidl::equal(sh->batch(gpt::Split::Val, 3, 1, 8, 32, 1).x, b.x));
-  EXPECT_FALSE(minidl::equal(sh->batch(gpt::Split::Val, 3, 0, 8, 32, 2).x, b.x));
+  EXPECT_TRUE(minidl::equal(gpt::random_batch(*sh, gpt::Split::Val, 3, 0, 8, 32, 1).x, b.x));
+  EXPECT_FALSE(minidl::equal(gpt::random_batch(*sh, gpt::Split::Val, 4, 0, 8, 32, 1).x, b.x));
+  EXPECT_FALSE(minidl::equal(gpt::random_batch(*sh, gpt::Split::Val, 3, 1, 8, 32, 1).x, b.x));
+  EXPECT_FALSE(minidl::equal(gpt::random_batch(*sh, gpt::Split::Val, 3, 0, 8, 32, 2).x, b.x));
 
   const gpt::TokenData syn = gpt::TokenData::synthetic(50, 1000, 1);
   EXPECT_EQ(syn.vocab_size(), 50);
@@ -393,7 +393,7 @@ TEST(GptExample, SamplingContinuesThePromptWithTokensOfTheVocabulary) {
 }
 
 TEST(GptExample, MetricsHeaderIsTheIssues) {
-  EXPECT_STREQ(gpt::MetricsWriter::header(), "iter,split,loss,ms_per_iter,tokens_per_s,elapsed_s");
+  EXPECT_STREQ(examples::TokenMetricsWriter::header(), "iter,split,loss,ms_per_iter,tokens_per_s,elapsed_s");
 }
 
 namespace {

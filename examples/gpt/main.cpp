@@ -10,18 +10,17 @@
 
 #include <algorithm>
 #include <cstdio>
-#include <filesystem>
-#include <limits>
 #include <memory>
 #include <vector>
 
 #include "data.h"
 #include "device_choice.h"
 #include "interrupt.h"
-#include "metrics.h"
 #include "options.h"
 #include "reference_dump.h"
 #include "sampling.h"
+#include "token_metrics.h"
+#include "token_run_summary.h"
 #include "trainer.h"
 
 using minidl::Device;
@@ -29,14 +28,6 @@ using minidl::Device;
 namespace {
 
 using gpt::Options;
-
-struct RunSummary {
-  Device device;
-  double steady_seconds = 0, one_time_seconds = 0;
-  std::int64_t iters = 0, one_time_steps = 0, tokens_per_iter = 0;
-  bool steady_measured = true;
-  double last_val = std::numeric_limits<double>::quiet_NaN();
-};
 
 /// Random-token streams long enough for many distinct windows of the context.
 constexpr std::int64_t kSyntheticTokens = std::int64_t{1} << 22;
@@ -55,17 +46,8 @@ std::shared_ptr<const gpt::TokenData> load_data(const Options& o, const gpt::Hyp
   return d;
 }
 
-/// --metrics FILE, or with --compare FILE with the device before its extension (FILE.cpu.csv, FILE.cuda.csv).
-std::string metrics_path(const Options& o, const Device& device) {
-  if (!o.compare) return o.metrics;
-  std::filesystem::path p(o.metrics);
-  const std::string ext = p.extension().string();
-  p.replace_extension();
-  return p.string() + "." + (device.is_cuda() ? "cuda" : "cpu") + ext;
-}
-
-RunSummary run(const Options& o, const gpt::Hyper& h, Device device, const std::shared_ptr<const gpt::TokenData>& data,
-               bool sample) {
+examples::TokenRunSummary run(const Options& o, const gpt::Hyper& h, Device device,
+                              const std::shared_ptr<const gpt::TokenData>& data, bool sample) {
   gpt::TrainConfig c;
   c.device = device;
   c.hyper = h;
@@ -80,10 +62,13 @@ RunSummary run(const Options& o, const gpt::Hyper& h, Device device, const std::
     trainer.resume(o.resume);
     spdlog::info("resumed from {} at iteration {}", o.resume, trainer.iter());
   }
-  std::unique_ptr<gpt::MetricsWriter> metrics;
-  if (!o.metrics.empty()) metrics = std::make_unique<gpt::MetricsWriter>(metrics_path(o, device), !o.resume.empty());
+  std::unique_ptr<examples::TokenMetricsWriter> metrics;
+  if (!o.metrics.empty()) {
+    metrics = std::make_unique<examples::TokenMetricsWriter>(examples::metrics_path(o.metrics, o.compare, device),
+                                                             !o.resume.empty());
+  }
 
-  RunSummary summary{device};
+  examples::TokenRunSummary summary{device};
   summary.tokens_per_iter = h.batch_size * h.block_size;
   const std::int64_t start = trainer.iter();
   double train_seconds = 0;
@@ -110,11 +95,7 @@ RunSummary run(const Options& o, const gpt::Hyper& h, Device device, const std::
     if (metrics) {
       metrics->train(next, s.loss, 1e3 * s.seconds / static_cast<double>(s.iters), tokens / s.seconds, train_seconds);
     }
-    summary.iters += s.iters;
-    summary.steady_seconds += s.timing.steady_seconds;
-    summary.one_time_seconds += s.timing.one_time_seconds;
-    summary.one_time_steps += s.timing.one_time_steps;
-    summary.steady_measured = summary.steady_measured && s.timing.steady_measured;
+    summary.add(s.iters, s.timing);
   }
   if (sample && o.sample > 0) {
     gpt::SampleOptions so;
@@ -126,30 +107,6 @@ RunSummary run(const Options& o, const gpt::Hyper& h, Device device, const std::
     std::printf("%s\n", data->decode(text).c_str());
   }
   return summary;
-}
-
-/// The runs' steady-state speed (warm-up steps and the graph capture taken out, on a line of their own).
-void print_summary(const std::vector<RunSummary>& runs) {
-  std::printf("\n%-8s %10s %12s %10s %10s\n", "device", "ms/iter", "tokens/s", "val loss", "speedup");
-  double cpu_ms = 0;
-  for (const RunSummary& r : runs) {
-    if (r.iters == 0) continue;
-    const double ms = 1e3 * r.steady_seconds / static_cast<double>(r.iters);
-    if (r.device.is_cpu()) cpu_ms = ms;
-    const std::string speedup = cpu_ms > 0 && r.device.is_cuda() ? fmt::format("{:.1f}x", cpu_ms / ms) : "";
-    std::printf("%-8s %10.2f %12.0f %10.4f %10s\n", r.device.str().c_str(), ms,
-                1e3 * static_cast<double>(r.tokens_per_iter) / ms, r.last_val, speedup.c_str());
-  }
-  for (const RunSummary& r : runs) {
-    if (r.iters == 0) continue;
-    if (r.steady_measured) {
-      std::printf("%s: one-time cost %.3f s in %lld step(s) (%s), not in ms/iter above\n", r.device.str().c_str(),
-                  r.one_time_seconds, static_cast<long long>(r.one_time_steps),
-                  r.device.is_cuda() ? "warm-up steps and the CUDA-graph capture" : "the first step");
-    } else {
-      std::printf("%s: every step did one-time work, so ms/iter above includes it\n", r.device.str().c_str());
-    }
-  }
 }
 
 int run_program(int argc, char** argv) {
@@ -183,7 +140,7 @@ int run_program(int argc, char** argv) {
       spdlog::info("wrote {} and {}", o.dump_reference, gpt::reference_path(o.dump_reference));
       return 0;
     }
-    std::vector<RunSummary> runs;
+    std::vector<examples::TokenRunSummary> runs;
     if (o.compare) {
       const bool gpu = minidl::cuda::is_available();
       if (!gpu) {
@@ -195,7 +152,7 @@ int run_program(int argc, char** argv) {
     } else {
       runs.push_back(run(o, h, examples::pick_device(o.device), data, true));
     }
-    print_summary(runs);
+    examples::print_token_run_summary(runs, "warm-up steps and the CUDA-graph capture");
   } catch (const gpt::Interrupted& e) {
     std::fprintf(stderr, "gpt_train: %s\n", e.what());
     return 130;  // 128 + SIGINT, as a shell reports a process killed by Ctrl-C

@@ -32,7 +32,7 @@ void dump_reference(TrainConfig config, const std::shared_ptr<const TokenData>& 
   std::map<std::string, Tensor> ref;
   std::vector<Tensor> xs, ys;
   for (std::int64_t it = 0; it < kSteps; ++it) {
-    const TokenBatch b = data->batch(Split::Train, it, 0, h.batch_size, h.block_size, config.seed);
+    const TokenBatch b = random_batch(*data, Split::Train, it, 0, h.batch_size, h.block_size, config.seed);
     xs.push_back(b.x);
     ys.push_back(b.y);
   }

@@ -151,7 +151,7 @@ IntervalStats Trainer::train(std::int64_t until, std::vector<double>* step_losse
   try {
     while (iter_ < until) {
       optimizer_->set_lr(learning_rate(h, iter_));
-      const TokenBatch batch = data_->batch(Split::Train, iter_, 0, h.batch_size, h.block_size, config_.seed);
+      const TokenBatch batch = random_batch(*data_, Split::Train, iter_, 0, h.batch_size, h.block_size, config_.seed);
       const std::int64_t tokens = h.batch_size * h.block_size;
       if (does_one_time_work()) {
         clock_.one_time(tokens, [&] { run_iteration(batch, step_losses != nullptr); });
@@ -192,7 +192,7 @@ double Trainer::evaluate(Split split) {
   {
     minidl::NoGradGuard no_grad;
     for (std::int64_t k = 1; k <= h.eval_iters; ++k) {
-      const TokenBatch b = data_->batch(split, iter_, k, h.batch_size, h.block_size, config_.seed);
+      const TokenBatch b = random_batch(*data_, split, iter_, k, h.batch_size, h.block_size, config_.seed);
       sum.add_(GPTImpl::loss(model_(b.x.to(config_.device)), b.y.to(config_.device)));
       if (config_.stop_requested && config_.stop_requested()) {
         model_->train();

@@ -1,21 +1,22 @@
-#include "metrics.h"
+#include "token_metrics.h"
 
 #include <iomanip>
 #include <sstream>
 
-namespace gpt {
+namespace examples {
 
-void MetricsWriter::train(std::int64_t iter, double loss, double ms_per_iter, double tokens_per_s, double elapsed_s) {
+void TokenMetricsWriter::train(std::int64_t iter, double loss, double ms_per_iter, double tokens_per_s,
+                               double elapsed_s) {
   std::ostringstream s;
   s << iter << ",train," << std::setprecision(6) << loss << "," << ms_per_iter << "," << std::setprecision(8)
     << tokens_per_s << "," << std::setprecision(6) << elapsed_s;
   file_.row(s.str());
 }
 
-void MetricsWriter::val(std::int64_t iter, double loss, double elapsed_s) {
+void TokenMetricsWriter::val(std::int64_t iter, double loss, double elapsed_s) {
   std::ostringstream s;
   s << iter << ",val," << std::setprecision(6) << loss << ",,," << elapsed_s;
   file_.row(s.str());
 }
 
-}  // namespace gpt
+}  // namespace examples

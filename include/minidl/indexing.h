@@ -131,6 +131,8 @@ Tensor masked_select(const Tensor& self, const Tensor& mask);
 /// The coordinates of self's nonzero elements (NaN counts), int64 of shape (count, self.dim()), in row-major
 /// order. The count is read back first: on CUDA the call waits for the stream.
 Tensor nonzero(const Tensor& self);
+/// nonzero under NumPy's name (torch.argwhere).
+Tensor argwhere(const Tensor& self);
 /// gather along `dim` with self and indices broadcast to each other except along dim (same number of dims
 /// required); without dim, self.flatten() indexed by indices.flatten(). Differentiable w.r.t. self.
 Tensor take_along_dim(const Tensor& self, const Tensor& indices, std::optional<std::int64_t> dim = std::nullopt);

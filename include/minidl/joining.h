@@ -37,6 +37,16 @@ std::vector<Tensor> split_with_sizes(const Tensor& self, const std::vector<std::
 std::vector<Tensor> chunk(const Tensor& self, std::int64_t chunks, std::int64_t dim = 0);
 /// self.select(dim, i) for every i.
 std::vector<Tensor> unbind(const Tensor& self, std::int64_t dim = 0);
+/// `sections` pieces along dim, the first size % sections of them one element longer (torch.tensor_split).
+std::vector<Tensor> tensor_split(const Tensor& self, std::int64_t sections, std::int64_t dim = 0);
+/// The pieces [0, indices[0]), [indices[0], indices[1]), ..., [indices.back(), size) along dim (indices clamped to
+/// the dim, so pieces may be empty).
+std::vector<Tensor> tensor_split(const Tensor& self, const std::vector<std::int64_t>& indices, std::int64_t dim = 0);
+/// The tensors joined along dim 1 (dim 0 if they are 1-d), along dim 0 after making each at least 2-d (a 1-d tensor
+/// of n elements is a 1 x n row), along dim 2 after making each at least 3-d (torch.hstack, vstack, dstack).
+Tensor hstack(const std::vector<Tensor>& tensors);
+Tensor vstack(const std::vector<Tensor>& tensors);
+Tensor dstack(const std::vector<Tensor>& tensors);
 
 /// The elements in reverse order along each of dims (a copy, as in PyTorch).
 Tensor flip(const Tensor& self, const std::vector<std::int64_t>& dims);
@@ -56,6 +66,9 @@ Tensor repeat_interleave(const Tensor& self, const Tensor& repeats, std::optiona
                          std::optional<std::int64_t> output_size = std::nullopt);
 /// The indices 0, 1, ... each repeated repeats[i] times (int64): repeat_interleave(tensor({2, 1})) is [0, 0, 1].
 Tensor repeat_interleave(const Tensor& repeats, std::optional<std::int64_t> output_size = std::nullopt);
+/// self repeated dims[i] times along dim i: fewer dims than self has are taken as ones in front, more add leading
+/// dims (torch.tile; Tensor::repeat with that padding).
+Tensor tile(const Tensor& self, const std::vector<std::int64_t>& dims);
 
 /// The lower (tril) or upper (triu) triangle of the last two dims, the rest 0: element (i, j) stays when
 /// j - i <= diagonal (tril) or j - i >= diagonal (triu). Needs at least 2 dims.

@@ -61,6 +61,22 @@ Tensor flatten(const Tensor& a, std::int64_t start_dim = 0, std::int64_t end_dim
 Tensor transpose(const Tensor& a, std::int64_t dim0, std::int64_t dim1);
 /// Dim i of the result is dim dims[i] of a.
 Tensor permute(const Tensor& a, const std::vector<std::int64_t>& dims);
+/// Dims source[i] of a moved to positions destination[i], the other dims keeping their order (torch.movedim);
+/// moveaxis is its alias, swapaxes and swapdims transpose's.
+Tensor movedim(const Tensor& a, const std::vector<std::int64_t>& source, const std::vector<std::int64_t>& destination);
+Tensor movedim(const Tensor& a, std::int64_t source, std::int64_t destination);
+Tensor moveaxis(const Tensor& a, const std::vector<std::int64_t>& source, const std::vector<std::int64_t>& destination);
+Tensor moveaxis(const Tensor& a, std::int64_t source, std::int64_t destination);
+Tensor swapaxes(const Tensor& a, std::int64_t axis0, std::int64_t axis1);
+Tensor swapdims(const Tensor& a, std::int64_t dim0, std::int64_t dim1);
+/// The diagonal of dims dim1 and dim2 (element (i, i + offset), below the main one for offset < 0) as a view whose
+/// last dim runs along it; the two dims leave the shape.
+Tensor diagonal(const Tensor& a, std::int64_t offset = 0, std::int64_t dim1 = 0, std::int64_t dim2 = 1);
+/// A 1-d a as the `diagonal`-th diagonal of a square matrix of zeros; a 2-d a's `diagonal`-th diagonal as a new
+/// 1-d tensor (torch.diag).
+Tensor diag(const Tensor& a, std::int64_t diagonal = 0);
+/// The sum of a 2-d a's main diagonal (0-d; integral inputs give int64, as sum).
+Tensor trace(const Tensor& a);
 /// Elements start, start + step, ... below end along dim (Python's slice rules: negative bounds count from the
 /// end, bounds are clamped; step > 0).
 Tensor slice(const Tensor& a, std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step = 1);

@@ -61,6 +61,35 @@ template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, 
 Tensor std(const Tensor& self, I dim) {
   return self.std(dim);
 }
+/// (var, mean) and (std, mean) over the same dims, with var's and std's overloads (torch.var_mean, std_mean):
+/// var_mean(x, true) is unbiased over all dims, var_mean(x, 1) over dim 1.
+std::tuple<Tensor, Tensor> var_mean(const Tensor& self, IntArrayRef dim, bool unbiased, bool keepdim = false);
+std::tuple<Tensor, Tensor> var_mean(const Tensor& self, IntArrayRef dim = {},
+                                    const std::optional<Scalar>& correction = std::nullopt, bool keepdim = false);
+template <class B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
+std::tuple<Tensor, Tensor> var_mean(const Tensor& self, B unbiased) {
+  return var_mean(self, IntArrayRef(), std::optional<Scalar>(unbiased ? 1 : 0), false);
+}
+template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+std::tuple<Tensor, Tensor> var_mean(const Tensor& self, I dim) {
+  const std::int64_t d = dim;
+  return var_mean(self, IntArrayRef(d), std::optional<Scalar>(), false);
+}
+std::tuple<Tensor, Tensor> std_mean(const Tensor& self, IntArrayRef dim, bool unbiased, bool keepdim = false);
+std::tuple<Tensor, Tensor> std_mean(const Tensor& self, IntArrayRef dim = {},
+                                    const std::optional<Scalar>& correction = std::nullopt, bool keepdim = false);
+template <class B, std::enable_if_t<std::is_same_v<B, bool>, int> = 0>
+std::tuple<Tensor, Tensor> std_mean(const Tensor& self, B unbiased) {
+  return std_mean(self, IntArrayRef(), std::optional<Scalar>(unbiased ? 1 : 0), false);
+}
+template <class I, std::enable_if_t<std::is_integral_v<I> && !std::is_same_v<I, bool>, int> = 0>
+std::tuple<Tensor, Tensor> std_mean(const Tensor& self, I dim) {
+  const std::int64_t d = dim;
+  return std_mean(self, IntArrayRef(d), std::optional<Scalar>(), false);
+}
+/// sum with NaN counted as 0 (torch.nansum); the same dtype rules as sum.
+Tensor nansum(const Tensor& self, std::optional<DType> dtype = std::nullopt);
+Tensor nansum(const Tensor& self, IntArrayRef dim, bool keepdim = false, std::optional<DType> dtype = std::nullopt);
 
 /// The largest / smallest element (0-d); ValueError for an empty tensor.
 Tensor max(const Tensor& self);

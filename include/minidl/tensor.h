@@ -127,6 +127,15 @@ class Tensor {
   Tensor transpose(std::int64_t dim0, std::int64_t dim1) const;
   Tensor t() const;
   Tensor permute(const std::vector<std::int64_t>& dims) const;
+  Tensor movedim(const std::vector<std::int64_t>& source, const std::vector<std::int64_t>& destination) const;
+  Tensor movedim(std::int64_t source, std::int64_t destination) const;
+  Tensor moveaxis(const std::vector<std::int64_t>& source, const std::vector<std::int64_t>& destination) const;
+  Tensor moveaxis(std::int64_t source, std::int64_t destination) const;
+  Tensor swapaxes(std::int64_t axis0, std::int64_t axis1) const;
+  Tensor swapdims(std::int64_t dim0, std::int64_t dim1) const;
+  Tensor diagonal(std::int64_t offset = 0, std::int64_t dim1 = 0, std::int64_t dim2 = 1) const;
+  Tensor diag(std::int64_t diagonal = 0) const;
+  Tensor trace() const;
   Tensor narrow(std::int64_t dim, std::int64_t start, std::int64_t length) const;
   Tensor slice(std::int64_t dim = 0, std::int64_t start = 0, std::int64_t end = INT64_MAX, std::int64_t step = 1) const;
   Tensor select(std::int64_t dim, std::int64_t index) const;
@@ -352,6 +361,9 @@ class Tensor {
   /// The tensor tiled: repeats[i] copies along dim i (leading repeats add dims). ValueError when repeats has fewer
   /// entries than the tensor has dims.
   Tensor repeat(const std::vector<std::int64_t>& repeats) const;
+  Tensor tile(const std::vector<std::int64_t>& dims) const;
+  std::vector<Tensor> tensor_split(std::int64_t sections, std::int64_t dim = 0) const;
+  std::vector<Tensor> tensor_split(const std::vector<std::int64_t>& indices, std::int64_t dim = 0) const;
   Tensor repeat_interleave(std::int64_t repeats, std::optional<std::int64_t> dim = std::nullopt,
                            std::optional<std::int64_t> output_size = std::nullopt) const;
   Tensor repeat_interleave(const Tensor& repeats, std::optional<std::int64_t> dim = std::nullopt,
@@ -401,6 +413,7 @@ class Tensor {
   Tensor index_select(std::int64_t dim, const Tensor& index) const;
   Tensor masked_select(const Tensor& mask) const;
   Tensor nonzero() const;
+  Tensor argwhere() const;
   Tensor take_along_dim(const Tensor& indices, std::optional<std::int64_t> dim = std::nullopt) const;
   // ---- creation and random (src/core/factories.cpp, src/ops/random.cpp) ----
   /// New tensors of self's dtype and device unless `options` give others (self's values are not used).

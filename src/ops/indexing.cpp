@@ -356,6 +356,9 @@ Tensor nonzero(const Tensor& self) {
 }
 
 Tensor Tensor::masked_select(const Tensor& mask) const { return minidl::masked_select(*this, mask); }
+Tensor argwhere(const Tensor& self) { return nonzero(self); }
+
 Tensor Tensor::nonzero() const { return minidl::nonzero(*this); }
+Tensor Tensor::argwhere() const { return minidl::nonzero(*this); }
 
 }  // namespace minidl

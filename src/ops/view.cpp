@@ -164,6 +164,72 @@ Tensor transpose(const Tensor& a, std::int64_t dim0, std::int64_t dim1) {
   return permute(a, order);
 }
 
+Tensor movedim(const Tensor& a, const std::vector<std::int64_t>& source, const std::vector<std::int64_t>& destination) {
+  ops::check_defined(a, "movedim", "self");
+  MINIDL_CHECK(source.size() == destination.size(), ValueError, "movedim: Invalid source or destination dims: source (",
+               shape_str(source), ") and destination (", shape_str(destination),
+               ") must have the same number of elements");
+  const std::int64_t n = a.dim();
+  std::vector<std::int64_t> order(static_cast<std::size_t>(n), -1);
+  std::vector<bool> moved(static_cast<std::size_t>(n), false);
+  for (std::size_t i = 0; i < source.size(); ++i) {
+    const std::int64_t s = ops::wrap_dim(source[i], n, "movedim"), d = ops::wrap_dim(destination[i], n, "movedim");
+    MINIDL_CHECK(!moved[static_cast<std::size_t>(s)], ValueError, "movedim: repeated dim in `source` (",
+                 shape_str(source), ")");
+    MINIDL_CHECK(order[static_cast<std::size_t>(d)] < 0, ValueError, "movedim: repeated dim in `destination` (",
+                 shape_str(destination), ")");
+    moved[static_cast<std::size_t>(s)] = true;
+    order[static_cast<std::size_t>(d)] = s;
+  }
+  // The dims not moved fill the free positions in their order.
+  std::int64_t next = 0;
+  for (std::int64_t& o : order) {
+    if (o >= 0) continue;
+    while (moved[static_cast<std::size_t>(next)]) ++next;
+    o = next++;
+  }
+  return permute(a, order);
+}
+Tensor movedim(const Tensor& a, std::int64_t source, std::int64_t destination) {
+  return movedim(a, std::vector<std::int64_t>{source}, std::vector<std::int64_t>{destination});
+}
+Tensor moveaxis(const Tensor& a, const std::vector<std::int64_t>& source,
+                const std::vector<std::int64_t>& destination) {
+  return movedim(a, source, destination);
+}
+Tensor moveaxis(const Tensor& a, std::int64_t source, std::int64_t destination) {
+  return movedim(a, source, destination);
+}
+Tensor swapaxes(const Tensor& a, std::int64_t axis0, std::int64_t axis1) { return transpose(a, axis0, axis1); }
+Tensor swapdims(const Tensor& a, std::int64_t dim0, std::int64_t dim1) { return transpose(a, dim0, dim1); }
+
+Tensor diagonal(const Tensor& a, std::int64_t offset, std::int64_t dim1, std::int64_t dim2) {
+  ops::check_defined(a, "diagonal", "self");
+  MINIDL_CHECK(a.dim() >= 2, ValueError, "diagonal: needs at least 2 dims, found shape ", shape_str(a.sizes()));
+  const std::int64_t d1 = ops::wrap_dim(dim1, a.dim(), "diagonal"), d2 = ops::wrap_dim(dim2, a.dim(), "diagonal");
+  MINIDL_CHECK(d1 != d2, ValueError, "diagonal: dim1 and dim2 cannot be the same dim (", dim1, " and ", dim2, ")");
+  const std::int64_t n1 = a.size(d1), n2 = a.size(d2);
+  // Element (i, i + offset): rows from max(0, -offset), columns from max(0, offset).
+  const std::int64_t length =
+      std::max<std::int64_t>(0, offset >= 0 ? std::min(n1, n2 - offset) : std::min(n1 + offset, n2));
+  std::int64_t start = a.storage_offset();
+  if (length > 0) start += offset >= 0 ? offset * a.stride(d2) : -offset * a.stride(d1);
+  Shape sizes, strides;
+  for (std::int64_t d = 0; d < a.dim(); ++d) {
+    if (d == d1 || d == d2) continue;
+    sizes.push_back(a.size(d));
+    strides.push_back(a.stride(d));
+  }
+  sizes.push_back(length);
+  strides.push_back(a.stride(d1) + a.stride(d2));
+  Tensor out = make_view(a, sizes, strides, start);
+  const Shape in_shape = a.sizes();
+  return autograd::record_strided(out, "DiagonalBackward", {a}, [=](const Tensor& g) {
+    return std::vector<Tensor>{
+        scatter_into_zeros(g, in_shape, [&](const Tensor& z) { return z.diagonal(offset, d1, d2); })};
+  });
+}
+
 Tensor slice(const Tensor& a, std::int64_t dim, std::int64_t start, std::int64_t end, std::int64_t step) {
   ops::check_defined(a, "slice", "self");
   MINIDL_CHECK(a.dim() > 0, IndexError, "slice: cannot slice a 0-d tensor");
@@ -338,6 +404,23 @@ Tensor Tensor::t() const {
   return dim() < 2 ? minidl::transpose(*this, 0, 0) : minidl::transpose(*this, 0, 1);
 }
 Tensor Tensor::permute(const std::vector<std::int64_t>& dims) const { return minidl::permute(*this, dims); }
+Tensor Tensor::movedim(const std::vector<std::int64_t>& source, const std::vector<std::int64_t>& destination) const {
+  return minidl::movedim(*this, source, destination);
+}
+Tensor Tensor::movedim(std::int64_t source, std::int64_t destination) const {
+  return minidl::movedim(*this, source, destination);
+}
+Tensor Tensor::moveaxis(const std::vector<std::int64_t>& source, const std::vector<std::int64_t>& destination) const {
+  return minidl::movedim(*this, source, destination);
+}
+Tensor Tensor::moveaxis(std::int64_t source, std::int64_t destination) const {
+  return minidl::movedim(*this, source, destination);
+}
+Tensor Tensor::swapaxes(std::int64_t axis0, std::int64_t axis1) const { return minidl::transpose(*this, axis0, axis1); }
+Tensor Tensor::swapdims(std::int64_t dim0, std::int64_t dim1) const { return minidl::transpose(*this, dim0, dim1); }
+Tensor Tensor::diagonal(std::int64_t offset, std::int64_t dim1, std::int64_t dim2) const {
+  return minidl::diagonal(*this, offset, dim1, dim2);
+}
 Tensor Tensor::narrow(std::int64_t d, std::int64_t s, std::int64_t l) const { return minidl::narrow(*this, d, s, l); }
 Tensor Tensor::slice(std::int64_t d, std::int64_t s, std::int64_t e, std::int64_t st) const {
   return minidl::slice(*this, d, s, e, st);

@@ -318,12 +318,14 @@ TEST(Autocast, EveryOpOfThePolicyRunsInItsDtypeCPUFloat16) { check_policy(Device
 
 TEST(Autocast, EveryOpOfThePolicyRunsInItsDtypeGPU) {
   MINIDL_REQUIRE_GPU();
+  MINIDL_REQUIRE_LOWP_PRODUCTS(Device(kCUDA));
   check_policy(Device(kCUDA), kBFloat16);
   check_policy(Device(kCUDA), kFloat16);
 }
 
 TEST(Autocast, ACellLoopFeedsItsLowerPrecisionStateBackGPU) {
   MINIDL_REQUIRE_GPU();
+  MINIDL_REQUIRE_LOWP_PRODUCTS(Device(kCUDA));
   const Device gpu(kCUDA);
   nn::LSTMCell cell(4, 5);
   cell->to(gpu);
@@ -463,6 +465,7 @@ TEST(Autocast, AWeightUsedTwiceConvertsOnce) { check_weight_used_twice_converts_
 
 TEST(Autocast, AWeightUsedTwiceConvertsOnceGPU) {
   MINIDL_REQUIRE_GPU();
+  MINIDL_REQUIRE_LOWP_PRODUCTS(Device(kCUDA));
   check_weight_used_twice_converts_once(Device(kCUDA));
 }
 
@@ -542,6 +545,7 @@ TEST(Autocast, Float32ParametersGetFloat32Gradients) { check_float32_parameter_g
 
 TEST(Autocast, Float32ParametersGetFloat32GradientsGPU) {
   MINIDL_REQUIRE_GPU();
+  MINIDL_REQUIRE_LOWP_PRODUCTS(Device(kCUDA));
   check_float32_parameter_gradients(Device(kCUDA));
 }
 
@@ -603,6 +607,7 @@ TEST(Autocast, SmallCnnTrainsUnderBFloat16LikeFloat32) { check_training(Device(k
 
 TEST(Autocast, SmallCnnTrainsUnderBFloat16LikeFloat32GPU) {
   MINIDL_REQUIRE_GPU();
+  MINIDL_REQUIRE_LOWP_PRODUCTS(Device(kCUDA));
   check_training(Device(kCUDA));
 }
 
@@ -748,6 +753,7 @@ void expect_like_pytorch(const std::vector<double>& actual, const std::vector<do
 /// autocast_golden.json, PyTorch on a GPU; CPU: autocast_cpu_golden.json, PyTorch's CPU autocast).
 void check_against_pytorch(DeviceType device, const char* key, GoldenModel (*make)(Device)) {
   if (device == kCUDA) MINIDL_REQUIRE_GPU();
+  MINIDL_REQUIRE_LOWP_PRODUCTS(Device(device));
   const bool gpu = device == kCUDA;
   const json g = testing::read_golden(gpu ? "autocast_golden.json" : "autocast_cpu_golden.json");
   MINIDL_REQUIRE_GOLDEN_FILE(g, gpu ? "autocast_golden.json" : "autocast_cpu_golden.json",

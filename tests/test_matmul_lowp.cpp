@@ -325,6 +325,7 @@ void expect_devices_agree(const std::vector<Tensor>& cpu, const std::vector<Tens
 
 TEST(MatmulLowpGpu, EveryOpMatchesFloat64AndTheCpu) {
   MINIDL_REQUIRE_GPU();
+  MINIDL_REQUIRE_LOWP_PRODUCTS(Device(kCUDA));
   for (DType dt : kLowp) {
     for (const Case& c : family_cases()) {
       const std::vector<Tensor> in = inputs_of(c, dt);
@@ -337,6 +338,7 @@ TEST(MatmulLowpGpu, EveryOpMatchesFloat64AndTheCpu) {
 
 TEST(MatmulLowpGpu, NonContiguousLongAndChained) {
   MINIDL_REQUIRE_GPU();
+  MINIDL_REQUIRE_LOWP_PRODUCTS(Device(kCUDA));
   const Device gpu(kCUDA);
   for (DType dt : kLowp) {
     check_op("transposed", [](auto& x, bool) { return matmul(x[0].t(), x[1].t()); }, {rnd({9, 5}, dt), rnd({4, 9}, dt)},
@@ -361,6 +363,7 @@ TEST(MatmulLowpGpu, NonContiguousLongAndChained) {
 
 TEST(MatmulLowpGpu, LinearEpiloguesInEveryDtype) {
   MINIDL_REQUIRE_GPU();
+  MINIDL_REQUIRE_LOWP_PRODUCTS(Device(kCUDA));
   const NoTf32 no_tf32;
   const Device gpu(kCUDA);
   for (DType dt : {kFloat32, kBFloat16, kFloat16}) {
@@ -412,6 +415,7 @@ TEST(MatmulLowpGpu, LinearEpiloguesInEveryDtype) {
 
 TEST(MatmulLowpGpu, AttentionComposedPath) {
   MINIDL_REQUIRE_GPU();
+  MINIDL_REQUIRE_LOWP_PRODUCTS(Device(kCUDA));
   for (DType dt : kLowp) {
     if (!softmax_takes(dt)) GTEST_SKIP() << "softmax does not take " << dtype_name(dt) << " in this build yet";
     check_attention(dt, Device(kCUDA));

@@ -64,6 +64,18 @@ void expect_error(F&& f, const std::vector<std::string>& needles, const std::str
 
 inline bool gpu_available() { return cuda::is_available(); }
 
+/// Why bfloat16 / float16 products are refused on `device` (ops::check_lowp_products: CUDA, until the cuBLASLt
+/// 16-bit backward is fixed), or empty where they run.
+inline std::string lowp_products_refusal(Device device) {
+  try {
+    const Tensor one = ones({1, 1}, TensorOptions(kBFloat16).device(device));
+    (void)mm(one, one);
+    return "";
+  } catch (const TypeError& e) {
+    return e.what();
+  }
+}
+
 /// A view of `shape` into t's storage, starting `skip` elements past t's first element: a tensor that starts
 /// mid-allocation, as a DDP bucket's gradient views and a batch's rows may.
 inline Tensor storage_view(const Tensor& t, std::int64_t skip, const Shape& shape) {
@@ -82,6 +94,14 @@ inline Tensor storage_view(const Tensor& t, std::int64_t skip, const Shape& shap
       GTEST_SKIP() << "no usable CUDA device (" << (MINIDL_CUDA_ENABLED ? "none visible" : "CPU-only build") \
                    << "); GPU tests run on a machine with a GPU";                                   \
     }                                                                                               \
+  } while (0)
+
+/// Skips a test that needs 16-bit matrix products on `device` where they are refused, with the refusal as the
+/// reason; the test runs again by itself once they are enabled.
+#define MINIDL_REQUIRE_LOWP_PRODUCTS(device)                                                                 \
+  do {                                                                                                      \
+    const std::string minidl_refusal_ = ::minidl::testing::lowp_products_refusal(device);                   \
+    if (!minidl_refusal_.empty()) GTEST_SKIP() << "16-bit products are refused there: " << minidl_refusal_; \
   } while (0)
 
 /// Skips a test that counts cudaMalloc calls when the caching allocator is off (MINIDL_CUDA_NO_CACHE=1, as in

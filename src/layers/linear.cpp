@@ -29,6 +29,7 @@ Tensor linear_with(const Tensor& input_in, const Tensor& weight_in, const Tensor
   ops::check_same(input_in, weight_in, op);
   const Tensor input = ops::dense(input_in), weight = ops::dense(weight_in), bias = ops::dense(bias_in);
   ops::check_floating(input, op);
+  ops::check_lowp_products(input, op);
   MINIDL_CHECK(weight.dim() == 2, ValueError, op, ": weight must be (out_features, in_features), found shape ",
                shape_str(weight.sizes()));
   MINIDL_CHECK(input.dim() >= 1 && input.size(-1) == weight.size(1), ValueError, op, ": input of shape ",

@@ -197,9 +197,7 @@ void check_operands(const Tensor& a, const Tensor& b, const char* op) {
   MINIDL_CHECK(dt != kBool, TypeError, op, ": bool operands are not supported (as in PyTorch); convert them first");
   MINIDL_CHECK(!(a.is_cuda() && is_integral(dt, false)), TypeError, op, ": ", dt,
                " operands are supported on the CPU only (as in PyTorch); found them on ", a.device());
-  MINIDL_CHECK(!(a.is_cuda() && is_reduced_floating_point(dt)), TypeError, op, ": ", dt,
-               " operands on CUDA are not enabled yet: the cuBLASLt 16-bit path gave wrong input gradients in its "
-               "first GPU run (MatmulLowpGpu tests, issue 25); use float32 there, or the CPU");
+  ops::check_lowp_products(a, op);
 }
 
 /// matmul of operands of at least 2 dims, with its backward rule.
@@ -352,6 +350,14 @@ Tensor addmv(const Tensor& input, const Tensor& mat, const Tensor& vec, const Sc
   check_broadcasts_to(input, prod.sizes(), "addmv");
   return add_scaled(input, prod, beta, alpha, "addmv");
 }
+
+namespace ops {
+void check_lowp_products(const Tensor& a, const char* op) {
+  MINIDL_CHECK(!(a.is_cuda() && is_reduced_floating_point(a.dtype())), TypeError, op, ": ", a.dtype(),
+               " operands on CUDA are not enabled yet: the cuBLASLt 16-bit path gave wrong input gradients in its "
+               "first GPU run (MatmulLowpGpu tests, issue 25); use float32 there, or the CPU");
+}
+}  // namespace ops
 
 Tensor Tensor::matmul(const Tensor& other) const { return minidl::matmul(*this, other); }
 Tensor Tensor::mm(const Tensor& mat2) const { return minidl::mm(*this, mat2); }

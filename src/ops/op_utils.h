@@ -18,6 +18,10 @@ void check_defined(const Tensor& t, const char* op, const char* arg);
 void check_same(const Tensor& a, const Tensor& b, const char* op);
 /// Throws TypeError unless t has a floating dtype.
 void check_floating(const Tensor& t, const char* op);
+/// bfloat16 / float16 products on CUDA are refused (TypeError naming op) until the cuBLASLt 16-bit backward, which
+/// gave wrong input gradients in its first GPU run (issue 25), is fixed: every product (matmul's family, linear)
+/// calls this. Defined in ops/matmul.cpp.
+void check_lowp_products(const Tensor& a, const char* op);
 /// On the CPU, throws ValueError when an integral divisor holds a 0 (a GPU kernel gives 0 there instead: checking
 /// would synchronise). Returns b.
 const Tensor& check_integral_divisor(const Tensor& b, const char* op);

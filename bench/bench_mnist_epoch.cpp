@@ -28,7 +28,7 @@ double step_peak_mb(const minidl::Device& dev, std::int64_t batch, bool graph,
   net->to(dev);
   minidl::optim::SGD opt(net->parameters(), minidl::optim::SGDOptions(0.05).momentum(0.9));
   std::unique_ptr<minidl::amp::GradScaler> scaler;
-  if (mnist::needs_grad_scaler(amp)) scaler = std::make_unique<minidl::amp::GradScaler>();
+  if (examples::needs_grad_scaler(amp)) scaler = std::make_unique<minidl::amp::GradScaler>();
   const minidl::Tensor x = minidl::randn({batch, 1, 28, 28}, dev);
   const minidl::Tensor y = (minidl::rand({batch}, dev) * 10.0).to(minidl::kInt64);
   auto step = [&] { mnist::train_step(*net, opt, scaler.get(), amp, dev, x, y); };
@@ -106,7 +106,7 @@ int run_program(int argc, char** argv) {
           mnist::TrainConfig c;
           c.device = dev;
           c.seed = seed;
-          c.amp = mnist::parse_amp(amp);
+          c.amp = examples::parse_amp(amp);
           c.batch_size = std::stoll(b);
           c.progress = false;
           c.step_metrics = false;  // the same work as PyTorch's reference step

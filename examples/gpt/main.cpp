@@ -55,9 +55,14 @@ examples::TokenRunSummary run(const Options& o, const gpt::Hyper& h, Device devi
   c.cuda_graph = !o.no_graph;
   c.progress = !o.no_progress;
   c.stop_requested = examples::interrupt_requested;
+  c.amp = examples::parse_amp(o.amp);
   gpt::Trainer trainer(c, data);
-  spdlog::info("model on {}: {} ({:.2f}M parameters)", device.str(), trainer.model()->config().str(),
-               static_cast<double>(trainer.model()->num_params()) / 1e6);
+  spdlog::info("model on {}: {} ({:.2f}M parameters), --amp {}{}", device.str(), trainer.model()->config().str(),
+               static_cast<double>(trainer.model()->num_params()) / 1e6, o.amp,
+               !c.amp                ? " (float32)"
+               : trainer.grad_scaler() ? fmt::format(" (autocast to float16, float32 parameters, GradScaler from scale {})",
+                                                   trainer.grad_scaler()->get_scale())
+                                       : std::string(" (autocast to bfloat16, float32 parameters)"));
   if (!o.resume.empty()) {
     trainer.resume(o.resume);
     spdlog::info("resumed from {} at iteration {}", o.resume, trainer.iter());
@@ -123,11 +128,6 @@ int run_program(int argc, char** argv) {
   try {
     spdlog::set_level(spdlog::level::from_str(o.log_level));
     if (o.threads > 0) minidl::set_num_threads(o.threads);
-    if (o.amp != "off") {
-      throw minidl::ValueError("--amp " + o.amp +
-                               ": mixed-precision training is not yet in minidl (autocast comes "
-                               "with issue 25); train in float32 with --amp off");
-    }
     examples::install_interrupt_handler();
     const gpt::Hyper h = gpt::resolve(o);
     const auto data = load_data(o, h);

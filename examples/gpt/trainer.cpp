@@ -87,6 +87,7 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<const TokenData> data)
       }) {
   const auto dev = minidl::TensorOptions(minidl::kFloat32).device(config_.device);
   loss_sum_ = minidl::zeros({}, dev);
+  if (examples::needs_grad_scaler(config_.amp)) scaler_ = std::make_unique<minidl::amp::GradScaler>();
 }
 
 bool Trainer::takes_graph() const {
@@ -98,10 +99,25 @@ bool Trainer::does_one_time_work() const {
 }
 
 void Trainer::step(const Tensor& x, const Tensor& y) {
-  const Tensor loss = GPTImpl::loss(model_(x), y);
-  loss.backward();
-  if (config_.hyper.grad_clip > 0) minidl::nn::utils::clip_grad_norm_(params_, config_.hyper.grad_clip);
-  optimizer_->step();
+  Tensor loss;
+  {
+    examples::AmpRegion region(config_.amp, config_.device);
+    loss = GPTImpl::loss(model_(x), y);
+  }
+  const bool clip = config_.hyper.grad_clip > 0;
+  if (scaler_) {
+    scaler_->scale(loss).backward();
+    if (clip) scaler_->unscale_(*optimizer_);  // clip the true gradients, as PyTorch's recipe
+  } else {
+    loss.backward();
+  }
+  if (clip) minidl::nn::utils::clip_grad_norm_(params_, config_.hyper.grad_clip);
+  if (scaler_) {
+    scaler_->step(*optimizer_);  // skipped on the device when a gradient is inf or NaN
+    scaler_->update();
+  } else {
+    optimizer_->step();
+  }
   minidl::NoGradGuard no_grad;
   last_loss_ = loss.detach();
   loss_sum_.add_(last_loss_);
@@ -193,6 +209,7 @@ double Trainer::evaluate(Split split) {
     minidl::NoGradGuard no_grad;
     for (std::int64_t k = 1; k <= h.eval_iters; ++k) {
       const TokenBatch b = random_batch(*data_, split, iter_, k, h.batch_size, h.block_size, config_.seed);
+      examples::AmpRegion region(config_.amp, config_.device);  // evaluated as trained
       sum.add_(GPTImpl::loss(model_(b.x.to(config_.device)), b.y.to(config_.device)));
       if (config_.stop_requested && config_.stop_requested()) {
         model_->train();
@@ -216,6 +233,7 @@ void Trainer::save(const std::string& path) const {
   st.epoch = iter_;
   st.optimizer = optimizer_->state_dict();
   st.rng = minidl::get_rng_state();
+  if (scaler_) examples::save_grad_scaler(*scaler_, st.extra);
   minidl::io::save_training_state(state_path(path), st);
 }
 
@@ -231,6 +249,7 @@ void Trainer::resume(const std::string& path) {
   const minidl::io::TrainingState st = minidl::io::load_training_state(state_path(path));
   optimizer_->load_state_dict(st.optimizer);
   minidl::set_rng_state(st.rng);
+  if (scaler_) examples::load_grad_scaler(*scaler_, st.extra);
   iter_ = st.epoch;
 }
 

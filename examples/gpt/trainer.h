@@ -2,21 +2,24 @@
 // Trains nanoGPT's model on one device as nanoGPT's train.py does: AdamW with two parameter groups (weight decay
 // for the matrices and embeddings, none for biases and norms), nanoGPT's learning rate (linear warm-up, cosine
 // decay to min_lr at the last iteration), gradient clipping, and loss estimates over eval_iters batches per
-// split. On a GPU the whole step (forward, loss, backward, clipping, AdamW, the running loss) is captured once
-// in a CUDA graph after two eager warm-up steps and replayed for every later iteration: the host only builds the
-// next batch, copies it in and sets the learning rate, which reaches the captured update through the
-// optimizer's device-side options. The running loss stays on the device until an interval ends or the progress
-// display is due.
+// split; with --amp, the forward pass and loss under autocast and, for float16, a GradScaler that unscales the
+// gradients before the clipping. On a GPU the whole step (forward, loss, backward, clipping, AdamW, the running
+// loss) is captured once in a CUDA graph after two eager warm-up steps and replayed for every later iteration: the
+// host only builds the next batch, copies it in and sets the learning rate, which reaches the captured update
+// through the optimizer's device-side options. The running loss stays on the device until an interval ends or the
+// progress display is due.
 #include <minidl/minidl.h>
 
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <optional>
 #include <stdexcept>
 #include <string>
 #include <vector>
 
+#include "amp_mode.h"
 #include "data.h"
 #include "epoch_clock.h"
 #include "model.h"
@@ -32,6 +35,8 @@ struct TrainConfig {
   bool progress = true;
   /// Polled after every step; when it returns true the trainer throws Interrupted.
   std::function<bool()> stop_requested;
+  /// --amp: the autocast dtype of the forward pass and loss (none: float32); float16 adds a GradScaler.
+  std::optional<minidl::DType> amp;
 };
 
 /// The model of `hyper` over a vocabulary of `vocab_size`.
@@ -86,6 +91,8 @@ class Trainer {
   /// Restores what save() wrote; a checkpoint of another model configuration or vocabulary is a ValueError
   /// naming both.
   void resume(const std::string& path);
+  /// The float16 run's GradScaler; null for bfloat16 and float32.
+  minidl::amp::GradScaler* grad_scaler() { return scaler_.get(); }
   /// Nodes of the captured step; 0 while the step runs eagerly.
   std::size_t graph_nodes() const { return graph_.num_nodes(); }
 
@@ -102,6 +109,7 @@ class Trainer {
   GPT model_;
   std::vector<minidl::Tensor> params_;
   std::unique_ptr<minidl::optim::AdamW> optimizer_;
+  std::unique_ptr<minidl::amp::GradScaler> scaler_;  // with config.amp float16
   minidl::Tensor loss_sum_;   // device sum of the current interval's step losses
   minidl::Tensor last_loss_;  // the last step's loss (read back only with step_losses, which runs eagerly)
   minidl::cuda::CUDAGraph graph_;

@@ -109,7 +109,7 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
   c.seed = o.seed;
   c.progress = !o.no_progress;
   c.stop_requested = examples::interrupt_requested;
-  c.amp = mnist::parse_amp(o.amp);
+  c.amp = examples::parse_amp(o.amp);
   mnist::Trainer trainer(c, train_set, test_set);
   spdlog::info("training on {}: --amp {} ({})", device.str(), o.amp,
                !c.amp ? "float32"
@@ -124,7 +124,7 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
     const minidl::io::TrainingState st = minidl::io::load_training_state(mnist::state_path(o.resume));
     trainer.optimizer().load_state_dict(st.optimizer);
     minidl::set_rng_state(st.rng);
-    if (trainer.grad_scaler()) mnist::load_grad_scaler(*trainer.grad_scaler(), st.extra);
+    if (trainer.grad_scaler()) examples::load_grad_scaler(*trainer.grad_scaler(), st.extra);
     first_epoch = st.epoch + 1;
     spdlog::info("resumed from {} after epoch {}", o.resume, st.epoch);
   }
@@ -153,7 +153,7 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
       st.epoch = epoch;
       st.optimizer = trainer.optimizer().state_dict();
       st.rng = minidl::get_rng_state();
-      if (trainer.grad_scaler()) mnist::save_grad_scaler(*trainer.grad_scaler(), st.extra);
+      if (trainer.grad_scaler()) examples::save_grad_scaler(*trainer.grad_scaler(), st.extra);
       minidl::io::save_training_state(mnist::state_path(o.save), st);
     }
     summary.epochs.push_back(r);

@@ -81,7 +81,7 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<const minidl::data::Dataset
   // Rank 0's initial weights go to every rank; the optimizer then holds the same parameters everywhere.
   if (config_.group) ddp_ = std::make_unique<minidl::nn::parallel::DistributedDataParallel>(model_.ptr(), config_.group);
   optimizer_ = make_optimizer(config_, model_->parameters());
-  if (needs_grad_scaler(config_.amp)) scaler_ = std::make_unique<minidl::amp::GradScaler>(config_.grad_scaler);
+  if (examples::needs_grad_scaler(config_.amp)) scaler_ = std::make_unique<minidl::amp::GradScaler>(config_.grad_scaler);
   const auto dev = minidl::TensorOptions(minidl::kFloat32).device(config_.device);
   loss_sum_ = minidl::zeros({}, dev);
   correct_ = minidl::zeros({}, dev);
@@ -207,7 +207,7 @@ EpochStats Trainer::evaluate() {
   while (auto batch = test_loader_.next()) {
     Tensor logits, loss;
     {
-      AmpRegion region(config_.amp, config_.device);  // evaluated as trained
+      examples::AmpRegion region(config_.amp, config_.device);  // evaluated as trained
       logits = model_(batch->data);
       loss = F::cross_entropy(logits, batch->target, minidl::nn::Reduction::Sum);
     }

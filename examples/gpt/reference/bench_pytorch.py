@@ -8,9 +8,8 @@ Takes gpt_train's names for the model and batch (--config char|gpt2 and the over
 --block-size --batch-size --dropout --bias, --data FILE or --synthetic-vocab N, --device, --threads, --amp,
 --seed) and runs nanoGPT's step on random windows of the training split: forward and loss (under torch.autocast
 for --amp), backward, gradient clipping at 1.0, AdamW with nanoGPT's parameter groups. The first --warmup-iters
-steps are not timed. Prints one line:
-    RESULT framework=pytorch device=... ms_per_iter=... tokens_per_s=... loss=...
-compare_speed.py runs it beside gpt_train.
+steps are not timed. Ends with gpt_train's speed table (device, ms/iter, tokens/s, the last training loss), which
+bench/compare_programs.py reads to run it beside gpt_train.
 """
 import argparse
 import sys
@@ -104,9 +103,9 @@ def main():
     sync()
     seconds = time.perf_counter() - start
     ms = 1e3 * seconds / a.iters
-    print(f"RESULT framework=pytorch version={torch.__version__} device={dev.type} threads={torch.get_num_threads()} "
-          f"amp={a.amp} ms_per_iter={ms:.2f} tokens_per_s={B * T * a.iters / seconds:.0f} loss={loss.item():.4f}")
-
+    print(f"PyTorch {torch.__version__}, {torch.get_num_threads()} threads, --amp {a.amp}")
+    print(f"\n{'device':<8} {'ms/iter':>10} {'tokens/s':>12} {'loss':>10}")
+    print(f"{'torch-' + dev.type:<8} {ms:10.2f} {B * T * a.iters / seconds:12.0f} {loss.item():10.4f}")
 
 if __name__ == "__main__":
     main()

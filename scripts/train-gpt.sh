@@ -6,14 +6,11 @@
 # replace those defaults, e.g. `bash scripts/train-gpt.sh --iters 2000 --eval-every 500`.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-bash scripts/install-deps.sh
-export PATH="/usr/local/cuda/bin:$PATH"
-cmake -S . -B build/release -DCMAKE_BUILD_TYPE=Release -DMINIDL_BUILD_TESTS=OFF -DMINIDL_BUILD_BENCH=OFF > /dev/null
-cmake --build build/release -j "$(nproc)" --target minidl_cli gpt_train
-./build/release/tools/minidl info || true
+source scripts/example-common.sh
+build_examples gpt_train
 args=("$@")
 if [ ${#args[@]} -eq 0 ]; then
-  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L 2>/dev/null | grep -q GPU; then
+  if has_gpu; then
     args=(--device cuda --eval-every 500)
   else
     args=(--device cpu --n-layer 4 --n-head 4 --n-embd 128 --block-size 64 --batch-size 32 --dropout 0
@@ -22,8 +19,4 @@ if [ ${#args[@]} -eq 0 ]; then
 fi
 ./build/release/examples/gpt/gpt_train --metrics build/release/gpt_metrics.csv --sample 500 --prompt "ROMEO:" \
   "${args[@]}"
-# Debian's python3-matplotlib belongs to /usr/bin/python3 (another python3 may come first in PATH).
-python=/usr/bin/python3
-[ -x "$python" ] || python=python3
-"$python" scripts/plot_metrics.py build/release/gpt_metrics.csv -o build/release/gpt_metrics.png ||
-  echo "(no plot: see the message above)"
+plot_metrics build/release/gpt_metrics.csv build/release/gpt_metrics.png

@@ -47,6 +47,7 @@ void dump_reference(TrainConfig config, const std::shared_ptr<const ImageSet>& d
   StepTensors s;
   const Tensor fake = trainer.update_discriminator(real.to(config.device), noise, s);
   add_grads(ref, trainer.model(), "discriminator.", "grad_d");
+  for (const auto& [name, t] : minidl::io::state_dict(*trainer.model())) ref["ref.mid." + name] = t.cpu().clone();
   trainer.update_generator(fake, s);
   add_grads(ref, trainer.model(), "generator.", "grad_g");
   ref["ref.loss_d"] = s.loss_d.cpu();

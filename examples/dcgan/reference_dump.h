@@ -4,8 +4,8 @@
 // metadata); FILE.reference (safetensors) holds the step's real batch (ref.real: the first batch-size images of
 // the data) and latent vectors (ref.noise), the step's five statistics (ref.loss_d, ref.loss_g, ref.d_x,
 // ref.d_g_z1, ref.d_g_z2), the discriminator's gradients after its update (ref.grad_d.<name>), the generator's
-// after its own (ref.grad_g.<name>), and every parameter and buffer after the step (ref.after.<name>), with
-// the optimizers' settings and the device in the metadata.
+// after its own (ref.grad_g.<name>), and every parameter and buffer between the two updates (ref.mid.<name>) and
+// after the step (ref.after.<name>), with the optimizers' settings and the device in the metadata.
 #include <memory>
 #include <string>
 

@@ -9,6 +9,10 @@ and then PyTorch (time_step.py, --warmup 1 untimed step and --steps timed ones),
 load on a shared host. A run's figure is the median milliseconds of its timed steps (minidl: every step after
 the first, which holds one-time work); the table gives each framework's median run with the range of the runs,
 and the median of the per-repeat ratios PyTorch / minidl (above 1: minidl faster).
+
+PyTorch runs with OMP_WAIT_POLICY=PASSIVE and OPENBLAS_NUM_THREADS=1 unless --torch-default-env: on a shared,
+oversubscribed host libgomp's spinning workers (and OpenBLAS's own threads beside them) cost Debian's torch 1.13
+up to 7x (2026-12-05, 2-core VM at load 9: 32 s per step against 4.7 s passive, 4.0 s with one BLAS thread).
 """
 import argparse
 import csv
@@ -19,8 +23,8 @@ import sys
 import tempfile
 
 
-def run(cmd):
-    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+def run(cmd, env=None):
+    proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     if proc.returncode != 0:
         sys.exit(f"command failed with exit status {proc.returncode}: {' '.join(cmd)}\n{proc.stdout}")
     return proc.stdout
@@ -37,8 +41,11 @@ def minidl_ms(a, metrics):
 
 def torch_ms(a):
     here = os.path.dirname(os.path.abspath(__file__))
+    env = dict(os.environ)
+    if not a.torch_default_env:
+        env.update(OMP_WAIT_POLICY="PASSIVE", OPENBLAS_NUM_THREADS="1")
     out = run([a.python, os.path.join(here, "time_step.py"), "--threads", str(a.threads), "--batch-size",
-               str(a.batch_size), "--steps", str(a.steps), "--warmup", "1"])
+               str(a.batch_size), "--steps", str(a.steps), "--warmup", "1"], env)
     line = next(l for l in out.splitlines() if l.startswith("RESULT "))
     return float(dict(kv.split("=", 1) for kv in line.split()[1:])["median_ms"])
 
@@ -51,6 +58,8 @@ def main():
     ap.add_argument("--batch-size", type=int, default=128)
     ap.add_argument("--steps", type=int, default=20)
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--torch-default-env", action="store_true",
+                    help="run PyTorch without OMP_WAIT_POLICY=PASSIVE and OPENBLAS_NUM_THREADS=1")
     a = ap.parse_args()
     ours, theirs = [], []
     with tempfile.TemporaryDirectory() as tmp:

@@ -72,7 +72,8 @@ std::vector<Chunk> read_chunks(const std::vector<std::uint8_t>& png) {
 
 /// Random bytes 0..255 (every value likely present, never all zeros).
 std::vector<std::uint8_t> random_bytes(std::int64_t n) {
-  const std::vector<std::int64_t> v = minidl::randint(256, {n}, minidl::TensorOptions(minidl::kInt64)).to_vector<std::int64_t>();
+  const std::vector<std::int64_t> v =
+      minidl::randint(256, {n}, minidl::TensorOptions(minidl::kInt64)).to_vector<std::int64_t>();
   return std::vector<std::uint8_t>(v.begin(), v.end());
 }
 
@@ -135,7 +136,8 @@ TEST(DcganExample, PngRoundTripsEveryPixelWithValidCrcs) {
     for (std::int64_t y = 0; y < h; ++y) {
       ASSERT_EQ(raw[y * (w + 1)], 0) << "row " << y << "'s filter type";
       for (std::int64_t x = 0; x < w; ++x) {
-        ASSERT_EQ(raw[y * (w + 1) + 1 + x], pixels[y * w + x]) << "pixel (" << x << ", " << y << ") of " << w << "x" << h;
+        ASSERT_EQ(raw[y * (w + 1) + 1 + x], pixels[y * w + x])
+            << "pixel (" << x << ", " << y << ") of " << w << "x" << h;
       }
     }
   }
@@ -172,15 +174,24 @@ TEST(DcganExample, ParameterNamesShapesAndOutputs) {
   dcgan::ModelConfig c;  // DCGAN's sizes: latent 100, widths 64
   dcgan::DCGAN model(c);
   const std::vector<std::pair<std::string, minidl::Shape>> expected = {
-      {"generator.main.0.weight", {100, 256, 4, 4}}, {"generator.main.1.weight", {256}},
-      {"generator.main.1.bias", {256}},              {"generator.main.3.weight", {256, 128, 4, 4}},
-      {"generator.main.4.weight", {128}},            {"generator.main.4.bias", {128}},
-      {"generator.main.6.weight", {128, 64, 4, 4}},  {"generator.main.7.weight", {64}},
-      {"generator.main.7.bias", {64}},               {"generator.main.9.weight", {64, 1, 4, 4}},
-      {"discriminator.main.0.weight", {64, 1, 4, 4}}, {"discriminator.main.2.weight", {128, 64, 4, 4}},
-      {"discriminator.main.3.weight", {128}},         {"discriminator.main.3.bias", {128}},
-      {"discriminator.main.5.weight", {256, 128, 4, 4}}, {"discriminator.main.6.weight", {256}},
-      {"discriminator.main.6.bias", {256}},           {"discriminator.main.8.weight", {1, 256, 4, 4}}};
+      {"generator.main.0.weight", {100, 256, 4, 4}},
+      {"generator.main.1.weight", {256}},
+      {"generator.main.1.bias", {256}},
+      {"generator.main.3.weight", {256, 128, 4, 4}},
+      {"generator.main.4.weight", {128}},
+      {"generator.main.4.bias", {128}},
+      {"generator.main.6.weight", {128, 64, 4, 4}},
+      {"generator.main.7.weight", {64}},
+      {"generator.main.7.bias", {64}},
+      {"generator.main.9.weight", {64, 1, 4, 4}},
+      {"discriminator.main.0.weight", {64, 1, 4, 4}},
+      {"discriminator.main.2.weight", {128, 64, 4, 4}},
+      {"discriminator.main.3.weight", {128}},
+      {"discriminator.main.3.bias", {128}},
+      {"discriminator.main.5.weight", {256, 128, 4, 4}},
+      {"discriminator.main.6.weight", {256}},
+      {"discriminator.main.6.bias", {256}},
+      {"discriminator.main.8.weight", {1, 256, 4, 4}}};
   const auto named = model->named_parameters();
   ASSERT_EQ(named.size(), expected.size());
   std::size_t i = 0;
@@ -355,8 +366,10 @@ TEST(DcganExample, CommandLineErrorsSamplesAndMetrics) {
 
   const fs::path dir = temp_dir("cli");
   const std::string csv = (dir / "m.csv").string(), ck = (dir / "ck.safetensors").string();
-  const std::string flags = " --synthetic --train-limit 8 --batch-size 4 --latent 8 --device cpu --threads 2"
-                            " --log-every 1 --no-progress --samples-dir " + (dir / "samples").string();
+  const std::string flags =
+      " --synthetic --train-limit 8 --batch-size 4 --latent 8 --device cpu --threads 2"
+      " --log-every 1 --no-progress --samples-dir " +
+      (dir / "samples").string();
   r = run_cli(flags + " --epochs 1 --metrics " + csv + " --save " + ck);
   ASSERT_EQ(r.status, 0) << r.output;
   std::ifstream in(csv);
@@ -414,8 +427,9 @@ TEST(DcganExample, GpuStepMatchesTheCpu) {
   cpu.update_generator(fake_c, sc);
   gpu.update_generator(fake_g, sg);
   compare_grads("generator.");
-  for (const auto& [c, g] : {std::pair{sc.loss_d, sg.loss_d}, std::pair{sc.loss_g, sg.loss_g},
-                             std::pair{sc.d_x, sg.d_x}, std::pair{sc.d_g_z1, sg.d_g_z1}, std::pair{sc.d_g_z2, sg.d_g_z2}}) {
+  for (const auto& [c, g] :
+       {std::pair{sc.loss_d, sg.loss_d}, std::pair{sc.loss_g, sg.loss_g}, std::pair{sc.d_x, sg.d_x},
+        std::pair{sc.d_g_z1, sg.d_g_z1}, std::pair{sc.d_g_z2, sg.d_g_z2}}) {
     minidl::testing::expect_close(g, c, 1e-5, 1e-6, "step statistic");
   }
   for (const auto& item : cpu.model()->named_parameters()) {

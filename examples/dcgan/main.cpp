@@ -75,9 +75,9 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<const dcga
   std::int64_t g_params = 0, d_params = 0;
   for (const minidl::Tensor& p : trainer.generator()->parameters()) g_params += p.numel();
   for (const minidl::Tensor& p : trainer.discriminator()->parameters()) d_params += p.numel();
-  spdlog::info("DCGAN on {} ({} CPU threads): {}; generator {:.2f}M, discriminator {:.2f}M parameters",
-               device.str(), minidl::get_num_threads(), trainer.model()->config().str(),
-               static_cast<double>(g_params) / 1e6, static_cast<double>(d_params) / 1e6);
+  spdlog::info("DCGAN on {} ({} CPU threads): {}; generator {:.2f}M, discriminator {:.2f}M parameters", device.str(),
+               minidl::get_num_threads(), trainer.model()->config().str(), static_cast<double>(g_params) / 1e6,
+               static_cast<double>(d_params) / 1e6);
   if (!o.resume.empty()) {
     trainer.resume(o.resume);
     spdlog::info("resumed from {} after epoch {} (step {})", o.resume, trainer.epoch(), trainer.iter());
@@ -94,13 +94,14 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<const dcga
       if (metrics) metrics->write(is);
     });
     const dcgan::GanStats& m = s.means;
-    spdlog::info("epoch {} on {}: loss_D {:.4f}, loss_G {:.4f}, D(x) {:.3f}, D(G(z)) {:.3f} / {:.3f} ({:.1f} s, "
-                 "{:.1f} ms/step, {:.0f} img/s{})",
-                 s.epoch, device.str(), m.loss_d, m.loss_g, m.d_x, m.d_g_z1, m.d_g_z2, s.seconds,
-                 1e3 * s.seconds / static_cast<double>(s.steps), static_cast<double>(s.images) / s.seconds,
-                 s.timing.one_time_steps > 0 ? fmt::format("; {:.2f} s of it one-time work in {} step(s)",
-                                                           s.timing.one_time_seconds, s.timing.one_time_steps)
-                                             : std::string());
+    spdlog::info(
+        "epoch {} on {}: loss_D {:.4f}, loss_G {:.4f}, D(x) {:.3f}, D(G(z)) {:.3f} / {:.3f} ({:.1f} s, "
+        "{:.1f} ms/step, {:.0f} img/s{})",
+        s.epoch, device.str(), m.loss_d, m.loss_g, m.d_x, m.d_g_z1, m.d_g_z2, s.seconds,
+        1e3 * s.seconds / static_cast<double>(s.steps), static_cast<double>(s.images) / s.seconds,
+        s.timing.one_time_steps > 0 ? fmt::format("; {:.2f} s of it one-time work in {} step(s)",
+                                                  s.timing.one_time_seconds, s.timing.one_time_steps)
+                                    : std::string());
     if (!o.samples_dir.empty()) {
       const std::string png =
           per_device(o, (fs::path(o.samples_dir) / fmt::format("epoch_{:03d}.png", s.epoch)).string(), device);
@@ -134,10 +135,11 @@ void print_summary(const std::vector<RunSummary>& runs) {
   for (const RunSummary& r : runs) {
     if (r.steps == 0) continue;
     if (r.steady_measured) {
-      std::printf("%s: one-time cost %.3f s in %lld step(s) (the first step of each batch size%s), not in ms/step "
-                  "above\n",
-                  r.device.str().c_str(), r.one_time_seconds, static_cast<long long>(r.one_time_steps),
-                  r.device.is_cuda() ? ": cuDNN's algorithm search" : "");
+      std::printf(
+          "%s: one-time cost %.3f s in %lld step(s) (the first step of each batch size%s), not in ms/step "
+          "above\n",
+          r.device.str().c_str(), r.one_time_seconds, static_cast<long long>(r.one_time_steps),
+          r.device.is_cuda() ? ": cuDNN's algorithm search" : "");
     } else {
       std::printf("%s: every step did one-time work, so ms/step above includes it\n", r.device.str().c_str());
     }

@@ -67,9 +67,9 @@ GeneratorImpl::GeneratorImpl(const ModelConfig& c) : latent_(c.latent) {
 
 Tensor GeneratorImpl::forward(const Tensor& z) {
   const bool flat = z.dim() == 2 && z.size(1) == latent_;
-  MINIDL_CHECK(flat || (z.dim() == 4 && z.size(1) == latent_ && z.size(2) == 1 && z.size(3) == 1),
-               minidl::ValueError, "Generator: expected latent vectors (N, ", latent_, ", 1, 1) or (N, ", latent_,
-               "), found ", minidl::shape_str(z.sizes()));
+  MINIDL_CHECK(flat || (z.dim() == 4 && z.size(1) == latent_ && z.size(2) == 1 && z.size(3) == 1), minidl::ValueError,
+               "Generator: expected latent vectors (N, ", latent_, ", 1, 1) or (N, ", latent_, "), found ",
+               minidl::shape_str(z.sizes()));
   return main(flat ? z.view({z.size(0), latent_, 1, 1}) : z);
 }
 
@@ -78,14 +78,14 @@ DiscriminatorImpl::DiscriminatorImpl(const ModelConfig& c) {
   main = register_module("main", nn::Sequential(down(1, w, 2, 1), nn::LeakyReLU(0.2),                              // 16
                                                 down(w, 2 * w, 2, 1), nn::BatchNorm2d(2 * w), nn::LeakyReLU(0.2),  // 8
                                                 down(2 * w, 4 * w, 2, 1), nn::BatchNorm2d(4 * w),
-                                                nn::LeakyReLU(0.2),         // 4
+                                                nn::LeakyReLU(0.2),      // 4
                                                 down(4 * w, 1, 1, 0)));  // 1x1: the logit
 }
 
 Tensor DiscriminatorImpl::forward(const Tensor& x) {
-  MINIDL_CHECK(x.dim() == 4 && x.size(1) == 1 && x.size(2) == kImageSize && x.size(3) == kImageSize,
-               minidl::ValueError, "Discriminator: expected images (N, 1, ", kImageSize, ", ", kImageSize,
-               "), found ", minidl::shape_str(x.sizes()));
+  MINIDL_CHECK(x.dim() == 4 && x.size(1) == 1 && x.size(2) == kImageSize && x.size(3) == kImageSize, minidl::ValueError,
+               "Discriminator: expected images (N, 1, ", kImageSize, ", ", kImageSize, "), found ",
+               minidl::shape_str(x.sizes()));
   return main(x).view({x.size(0)});
 }
 

@@ -14,8 +14,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--data", o.data, "directory with Fashion-MNIST's IDX files (train-images-idx3-ubyte[.gz], ...)")
       ->capture_default_str();
   app.add_flag("--synthetic", o.synthetic, "train on random images instead (speed runs)");
-  app.add_option("--train-limit", o.train_limit, "use only the first N training images (N random ones with "
-                                                 "--synthetic; default: 60000)")
+  app.add_option("--train-limit", o.train_limit,
+                 "use only the first N training images (N random ones with "
+                 "--synthetic; default: 60000)")
       ->check(CLI::Range(std::int64_t{1}, std::int64_t{1} << 30));
   app.add_option("--epochs", o.epochs, "training epochs")
       ->check(CLI::Range(std::int64_t{0}, std::int64_t{1} << 30))
@@ -23,7 +24,9 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--batch-size", o.batch_size, "images per step")
       ->check(CLI::Range(std::int64_t{2}, std::int64_t{1} << 20))
       ->capture_default_str();
-  app.add_option("--lr", o.lr, "Adam's learning rate, both networks")->check(CLI::Range(0.0, 1e3))->capture_default_str();
+  app.add_option("--lr", o.lr, "Adam's learning rate, both networks")
+      ->check(CLI::Range(0.0, 1e3))
+      ->capture_default_str();
   app.add_option("--beta1", o.beta1, "Adam's beta1")->check(CLI::Range(0.0, 0.999999))->capture_default_str();
   app.add_option("--beta2", o.beta2, "Adam's beta2")->check(CLI::Range(0.0, 0.999999))->capture_default_str();
   app.add_option("--latent", o.latent, "size of the generator's latent vector z")
@@ -64,7 +67,8 @@ void add_options(CLI::App& app, Options& o) {
 }
 
 void check_options(const Options& o, const CLI::App& app) {
-  if (o.synthetic && app.count("--data") > 0) throw CLI::ValidationError("--synthetic", "cannot be combined with --data");
+  if (o.synthetic && app.count("--data") > 0)
+    throw CLI::ValidationError("--synthetic", "cannot be combined with --data");
   if (!o.synthetic && !fs::is_directory(o.data)) {
     throw CLI::ValidationError("--data", o.data +
                                              " is not a directory (install Fashion-MNIST with `sudo apt-get install "

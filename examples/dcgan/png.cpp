@@ -32,9 +32,8 @@ std::vector<std::uint8_t> encode_png_gray(std::int64_t width, std::int64_t heigh
   constexpr std::int64_t kMaxSide = std::numeric_limits<std::int32_t>::max();  // the format's limit
   MINIDL_CHECK(width >= 1 && width <= kMaxSide && height >= 1 && height <= kMaxSide, minidl::ValueError,
                "encode_png_gray: width and height must lie in [1, 2^31 - 1], found ", width, " x ", height);
-  MINIDL_CHECK(static_cast<std::int64_t>(pixels.size()) == width * height, minidl::ValueError,
-               "encode_png_gray: a ", width, " x ", height, " image needs ", width * height, " pixel bytes, found ",
-               pixels.size());
+  MINIDL_CHECK(static_cast<std::int64_t>(pixels.size()) == width * height, minidl::ValueError, "encode_png_gray: a ",
+               width, " x ", height, " image needs ", width * height, " pixel bytes, found ", pixels.size());
 
   // Each row is its filter-type byte (0: None) followed by the row's pixels.
   std::vector<std::uint8_t> raw;
@@ -45,8 +44,8 @@ std::vector<std::uint8_t> encode_png_gray(std::int64_t width, std::int64_t heigh
   }
   uLongf deflated_size = compressBound(static_cast<uLong>(raw.size()));
   std::vector<std::uint8_t> deflated(deflated_size);
-  const int rc = compress2(deflated.data(), &deflated_size, raw.data(), static_cast<uLong>(raw.size()),
-                           Z_BEST_COMPRESSION);
+  const int rc =
+      compress2(deflated.data(), &deflated_size, raw.data(), static_cast<uLong>(raw.size()), Z_BEST_COMPRESSION);
   MINIDL_CHECK(rc == Z_OK, minidl::Error, "encode_png_gray: zlib's compress2 failed with status ", rc);
   deflated.resize(deflated_size);
 

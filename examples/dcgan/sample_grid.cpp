@@ -13,8 +13,10 @@ GrayImage tile_images(const minidl::Tensor& images, std::int64_t columns, std::i
   MINIDL_CHECK(images.dim() == 4 && images.size(1) == 1 && images.size(0) >= 1, minidl::ValueError,
                "tile_images: expected grayscale images (N, 1, H, W) with N >= 1, found ",
                minidl::shape_str(images.sizes()));
-  MINIDL_CHECK(columns >= 1 && padding >= 0, minidl::ValueError, "tile_images: columns must be >= 1 and padding >= 0, "
-               "found columns ", columns, ", padding ", padding);
+  MINIDL_CHECK(columns >= 1 && padding >= 0, minidl::ValueError,
+               "tile_images: columns must be >= 1 and padding >= 0, "
+               "found columns ",
+               columns, ", padding ", padding);
   const std::int64_t n = images.size(0), h = images.size(2), w = images.size(3);
   const std::int64_t cols = std::min(columns, n), rows = (n + cols - 1) / cols;
   GrayImage grid;

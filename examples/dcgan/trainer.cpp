@@ -53,7 +53,10 @@ void check_finite(const GanStats& s, const std::string& where) {
   for (const auto& [name, value] : {std::pair<const char*, double>{"discriminator loss", s.loss_d},
                                     std::pair<const char*, double>{"generator loss", s.loss_g}}) {
     if (std::isfinite(value)) continue;
-    throw NonFiniteLoss(where + ": the " + name + " is " + (std::isnan(value) ? "NaN" : value > 0 ? "+Inf" : "-Inf") +
+    throw NonFiniteLoss(where + ": the " + name + " is " +
+                        (std::isnan(value) ? "NaN"
+                         : value > 0       ? "+Inf"
+                                           : "-Inf") +
                         ": training stopped without saving these weights (the last checkpoint, if any, is "
                         "unchanged). Try a lower --lr");
   }
@@ -240,10 +243,13 @@ void Trainer::resume(const std::string& path) {
   const minidl::io::TrainingState st = minidl::io::load_training_state(state_path(path));
   std::map<std::string, Tensor> d, g;
   for (const auto& [name, t] : st.optimizer) {
-    if (name.rfind("discriminator.", 0) == 0) d[name.substr(14)] = t;
-    else if (name.rfind("generator.", 0) == 0) g[name.substr(10)] = t;
-    else throw minidl::FormatError(state_path(path) + ": optimizer entry " + name +
-                                   " belongs to neither the discriminator nor the generator");
+    if (name.rfind("discriminator.", 0) == 0)
+      d[name.substr(14)] = t;
+    else if (name.rfind("generator.", 0) == 0)
+      g[name.substr(10)] = t;
+    else
+      throw minidl::FormatError(state_path(path) + ": optimizer entry " + name +
+                                " belongs to neither the discriminator nor the generator");
   }
   optimizer_d_->load_state_dict(d);
   optimizer_g_->load_state_dict(g);

@@ -1,5 +1,6 @@
 #include "progress.h"
 
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 #include <unistd.h>
 
@@ -24,7 +25,9 @@ Progress::Progress(std::string label, std::int64_t total, std::int64_t items_per
 
 bool Progress::due() const { return seconds(Clock::now() - last_) >= (tty_ ? 0.2 : 5.0); }
 
-void Progress::update(std::int64_t done, double loss) {
+void Progress::update(std::int64_t done, double loss) { update(done, {{"loss", loss}}); }
+
+void Progress::update(std::int64_t done, const std::vector<std::pair<std::string, double>>& values) {
   last_ = Clock::now();
   const double elapsed = seconds(last_ - start_);
   const double ips = elapsed > 0 ? static_cast<double>(done * items_per_step_) / elapsed : 0.0;
@@ -34,13 +37,15 @@ void Progress::update(std::int64_t done, double loss) {
     const int filled = total_ > 0 ? static_cast<int>(width * done / total_) : width;
     std::string bar(static_cast<std::size_t>(filled), '=');
     if (filled < width) bar += '>' + std::string(static_cast<std::size_t>(width - filled - 1), ' ');
-    std::printf("\r%s [%s] %lld/%lld  loss %.4f  %.0f %s/s  ETA %s ", label_.c_str(), bar.c_str(),
-                static_cast<long long>(done), static_cast<long long>(total_), loss, ips, item_.c_str(),
-                clock_str(eta).c_str());
+    std::string shown;
+    for (const auto& [name, value] : values) shown += fmt::format("  {} {:.4f}", name, value);
+    std::printf("\r%s [%s] %lld/%lld%s  %.0f %s/s  ETA %s ", label_.c_str(), bar.c_str(), static_cast<long long>(done),
+                static_cast<long long>(total_), shown.c_str(), ips, item_.c_str(), clock_str(eta).c_str());
     std::fflush(stdout);
   } else {
-    spdlog::info("{} {}/{} {}, loss {:.4f}, {:.0f} {}/s, ETA {}", label_, done, total_, step_, loss, ips, item_,
-                 clock_str(eta));
+    std::string shown;
+    for (const auto& [name, value] : values) shown += fmt::format(", {} {:.4f}", name, value);
+    spdlog::info("{} {}/{} {}{}, {:.0f} {}/s, ETA {}", label_, done, total_, step_, shown, ips, item_, clock_str(eta));
   }
 }
 

@@ -1,9 +1,12 @@
 #pragma once
 // Progress of a training loop: a redrawn bar on a terminal, one log line every few seconds otherwise, with the
-// running loss, the throughput in the loop's own unit (images, tokens) and the time left.
+// running loss (or several named running values, e.g. a GAN's two losses), the throughput in the loop's own unit
+// (images, tokens) and the time left.
 #include <chrono>
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace examples {
 
@@ -17,6 +20,8 @@ class Progress {
   /// only then, not every step).
   bool due() const;
   void update(std::int64_t steps_done, double running_loss);
+  /// As update(steps_done, loss), showing each named value ("loss_D 1.3862  loss_G 0.6931") in place of the loss.
+  void update(std::int64_t steps_done, const std::vector<std::pair<std::string, double>>& running_values);
   void finish();
 
  private:

@@ -122,16 +122,9 @@ int run_program(int argc, char** argv) {
       return 0;
     }
     std::vector<examples::TokenRunSummary> runs;
-    if (o.compare) {
-      const bool gpu = minidl::cuda::is_available();
-      if (!gpu) {
-        spdlog::warn("--compare: no usable GPU ({}; see `minidl info`); training on the CPU only",
-                     examples::no_gpu_reason());
-      }
-      runs.push_back(run(o, h, Device(minidl::kCPU), data, !gpu));
-      if (gpu) runs.push_back(run(o, h, Device(minidl::kCUDA, 0), data, true));
-    } else {
-      runs.push_back(run(o, h, examples::pick_device(o.device), data, true));
+    const std::vector<Device> devices = examples::training_devices(o.device, o.compare);
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      runs.push_back(run(o, h, devices[i], data, /*sample=*/i + 1 == devices.size()));
     }
     examples::print_token_run_summary(runs, "the first step");
   } catch (const char_lstm::Interrupted& e) {

@@ -33,4 +33,11 @@ minidl::Device pick_device(const std::string& name, const std::string& flag) {
   return minidl::Device(minidl::kCPU);
 }
 
+std::vector<minidl::Device> training_devices(const std::string& device, bool compare) {
+  if (!compare) return {pick_device(device)};
+  if (minidl::cuda::is_available()) return {minidl::Device(minidl::kCPU), minidl::Device(minidl::kCUDA, 0)};
+  spdlog::warn("--compare: no usable GPU ({}; see `minidl info`); training on the CPU only", no_gpu_reason());
+  return {minidl::Device(minidl::kCPU)};
+}
+
 }  // namespace examples

@@ -3,6 +3,7 @@
 #include <minidl/device.h>
 
 #include <string>
+#include <vector>
 
 namespace examples {
 
@@ -12,5 +13,9 @@ std::string no_gpu_reason();
 /// cpu, cuda[:N] (a ValueError naming `flag` and the reason when no GPU is usable), or auto: the GPU when
 /// usable, else the CPU with one log line saying why.
 minidl::Device pick_device(const std::string& name, const std::string& flag = "--device");
+
+/// The devices a program trains on, in order: with --compare the CPU and then the first GPU (the CPU alone, with
+/// a warning saying why, when no GPU is usable), else pick_device(device).
+std::vector<minidl::Device> training_devices(const std::string& device, bool compare);
 
 }  // namespace examples

@@ -168,17 +168,7 @@ int run_program(int argc, char** argv) {
       return 0;
     }
     std::vector<RunSummary> runs;
-    if (o.compare) {
-      const bool gpu = minidl::cuda::is_available();
-      if (!gpu) {
-        spdlog::warn("--compare: no usable GPU ({}; see `minidl info`); training on the CPU only",
-                     examples::no_gpu_reason());
-      }
-      runs.push_back(run(o, Device(minidl::kCPU), data));
-      if (gpu) runs.push_back(run(o, Device(minidl::kCUDA, 0), data));
-    } else {
-      runs.push_back(run(o, examples::pick_device(o.device), data));
-    }
+    for (const Device& device : examples::training_devices(o.device, o.compare)) runs.push_back(run(o, device, data));
     print_summary(runs);
   } catch (const dcgan::Interrupted& e) {
     std::fprintf(stderr, "dcgan: %s\n", e.what());

@@ -57,12 +57,15 @@ examples::TokenRunSummary run(const Options& o, const gpt::Hyper& h, Device devi
   c.stop_requested = examples::interrupt_requested;
   c.amp = examples::parse_amp(o.amp);
   gpt::Trainer trainer(c, data);
+  std::string precision = " (float32)";
+  if (trainer.grad_scaler()) {
+    precision = fmt::format(" (autocast to float16, float32 parameters, GradScaler from scale {})",
+                            trainer.grad_scaler()->get_scale());
+  } else if (c.amp) {
+    precision = " (autocast to bfloat16, float32 parameters)";
+  }
   spdlog::info("model on {}: {} ({:.2f}M parameters), --amp {}{}", device.str(), trainer.model()->config().str(),
-               static_cast<double>(trainer.model()->num_params()) / 1e6, o.amp,
-               !c.amp                ? " (float32)"
-               : trainer.grad_scaler() ? fmt::format(" (autocast to float16, float32 parameters, GradScaler from scale {})",
-                                                   trainer.grad_scaler()->get_scale())
-                                       : std::string(" (autocast to bfloat16, float32 parameters)"));
+               static_cast<double>(trainer.model()->num_params()) / 1e6, o.amp, precision);
   if (!o.resume.empty()) {
     trainer.resume(o.resume);
     spdlog::info("resumed from {} at iteration {}", o.resume, trainer.iter());
@@ -141,16 +144,9 @@ int run_program(int argc, char** argv) {
       return 0;
     }
     std::vector<examples::TokenRunSummary> runs;
-    if (o.compare) {
-      const bool gpu = minidl::cuda::is_available();
-      if (!gpu) {
-        spdlog::warn("--compare: no usable GPU ({}; see `minidl info`); training on the CPU only",
-                     examples::no_gpu_reason());
-      }
-      runs.push_back(run(o, h, Device(minidl::kCPU), data, !gpu));
-      if (gpu) runs.push_back(run(o, h, Device(minidl::kCUDA, 0), data, true));
-    } else {
-      runs.push_back(run(o, h, examples::pick_device(o.device), data, true));
+    const std::vector<Device> devices = examples::training_devices(o.device, o.compare);
+    for (std::size_t i = 0; i < devices.size(); ++i) {
+      runs.push_back(run(o, h, devices[i], data, /*sample=*/i + 1 == devices.size()));
     }
     examples::print_token_run_summary(runs, "warm-up steps and the CUDA-graph capture");
   } catch (const gpt::Interrupted& e) {

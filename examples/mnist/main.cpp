@@ -254,16 +254,12 @@ int run_program(int argc, char** argv) {
     if (!o.metrics.empty() && leader) metrics = std::make_unique<mnist::MetricsWriter>(o.metrics, !o.resume.empty());
 
     std::vector<RunSummary> runs;
-    if (o.compare) {
-      if (!minidl::cuda::is_available()) {
-        spdlog::warn("--compare: no usable GPU ({}; see `minidl info`); training on the CPU only", examples::no_gpu_reason());
-      }
-      runs.push_back(run(o, Device(minidl::kCPU), train_set, test_set, metrics.get()));
-      if (minidl::cuda::is_available()) runs.push_back(run(o, Device(minidl::kCUDA, 0), train_set, test_set, metrics.get()));
-    } else if (group) {
+    if (group) {
       runs.push_back(run(o, group->device(), train_set, test_set, metrics.get(), group));
     } else {
-      runs.push_back(run(o, examples::pick_device(o.device), train_set, test_set, metrics.get()));
+      for (const Device& device : examples::training_devices(o.device, o.compare)) {
+        runs.push_back(run(o, device, train_set, test_set, metrics.get()));
+      }
     }
     if (leader) print_summary(runs);
   } catch (const mnist::Interrupted& e) {

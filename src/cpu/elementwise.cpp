@@ -64,7 +64,8 @@ inline float exp_nonpositive(float x) {
   p = p * r + 0.5f;
   p = p * r + 1.f;
   p = p * r + 1.f;
-  const std::int32_t bits = (static_cast<std::int32_t>(x < kLowest ? 0.f : kf) + 127) << 23;
+  // NaN and arguments below kLowest take k = 0: the cast stays defined, the result is the select below.
+  const std::int32_t bits = (static_cast<std::int32_t>(x >= kLowest ? kf : 0.f) + 127) << 23;
   float scale;
   std::memcpy(&scale, &bits, sizeof scale);
   return x < kLowest ? 0.f : p * scale;

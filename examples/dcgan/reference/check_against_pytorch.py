@@ -24,42 +24,18 @@ gradient of the generator's update. So each update is checked from minidl's own 
   - the statistics loss_D, D(x), D(G(z)) before the update, loss_G, D(G(z)) after: within 1e-5 relative;
   - BatchNorm's running statistics after the step: within 1e-5 of the largest |element|.
 Prints one line per check; exit status 0 when all pass, 1 otherwise, 2 for a missing or malformed file.
-Needs only torch (the safetensors files are read here).
+Needs only torch (examples/common/reference/safetensors_file.py reads the safetensors files).
 """
 import argparse
-import json
-import struct
+import os
 import sys
 
 import torch
 
 from dcgan_torch import DCGAN, make_optimizers, update_discriminator, update_generator
 
-DTYPES = {"F32": torch.float32, "F64": torch.float64, "I64": torch.int64}
-
-
-def read_safetensors(path):
-    """{name: tensor}, metadata: the format's u64 header length, JSON header, then the raw little-endian data."""
-    try:
-        with open(path, "rb") as f:
-            blob = f.read()
-    except OSError as e:
-        print(f"check_against_pytorch: cannot read {path}: {e.strerror}", file=sys.stderr)
-        sys.exit(2)
-    (n,) = struct.unpack("<Q", blob[:8])
-    header = json.loads(blob[8:8 + n])
-    meta = header.pop("__metadata__", {})
-    data = blob[8 + n:]
-    tensors = {}
-    for name, h in header.items():
-        begin, end = h["data_offsets"]
-        if h["dtype"] not in DTYPES:
-            print(f"check_against_pytorch: {path}: {name} has dtype {h['dtype']}", file=sys.stderr)
-            sys.exit(2)
-        t = torch.frombuffer(bytearray(data[begin:end]), dtype=DTYPES[h["dtype"]]) if end > begin else \
-            torch.empty(0, dtype=DTYPES[h["dtype"]])
-        tensors[name] = t.reshape(h["shape"]).clone()
-    return tensors, meta
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "common", "reference"))
+from safetensors_file import read_safetensors  # noqa: E402
 
 
 def main():

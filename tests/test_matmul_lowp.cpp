@@ -17,6 +17,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <iostream>
 #include <string>
 #include <vector>
 
@@ -73,6 +74,17 @@ void expect_lowp_close(const Tensor& actual, const Tensor& expected, const Tenso
   }
 }
 
+/// After a GPU test's first failure, the cuBLASLt algorithms chosen so far (the failing product's among them): a
+/// wrong result of one algorithm shows as its tile, split-K and reduction scheme in the log.
+void report_algorithms_on_failure() {
+#if MINIDL_CUDA_ENABLED
+  static bool reported = false;
+  if (reported || !::testing::Test::HasFailure()) return;
+  reported = true;
+  for (const std::string& line : gpu::matmul_algorithm_choices()) std::cout << "  " << line << "\n";
+#endif
+}
+
 /// Random values of dtype dt on the CPU (rounded to it: the reference takes these very values).
 Tensor rnd(const Shape& s, DType dt) { return testing::random_tensor(s, kFloat32).to(dt); }
 
@@ -112,6 +124,7 @@ std::vector<Tensor> check_op(const std::string& what, const Op& op, const std::v
                       name + " grad " + std::to_string(i));
     results.push_back(grad.detach().cpu());
   }
+  if (device.is_cuda()) report_algorithms_on_failure();
   return results;
 }
 

@@ -252,7 +252,7 @@ TEST(Modules, PrintShowsEveryLayerConfig) {
   std::ostringstream os2;
   os2 << *nn::Sequential(nn::MaxPool2d(nn::MaxPool2dOptions(2)), nn::AvgPool2d(nn::AvgPool2dOptions(3).stride(2).padding(1)),
                          nn::AdaptiveAvgPool2d(1), nn::Dropout(0.25), nn::Dropout2d(0.5), nn::BatchNorm1d(nn::BatchNormOptions(4)
-                         .affine(false)), nn::Flatten(), nn::LeakyReLU(0.2), nn::Softmax(1), nn::LogSoftmax(-1), nn::GELU());
+                         .affine(false)), nn::Flatten(), nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2)), nn::Softmax(1), nn::LogSoftmax(-1), nn::GELU());
   const std::string s2 = os2.str();
   for (const char* part : {"(0): MaxPool2d(kernel_size=(2, 2), stride=(2, 2), padding=(0, 0))",
                            "(1): AvgPool2d(kernel_size=(3, 3), stride=(2, 2), padding=(1, 1))",

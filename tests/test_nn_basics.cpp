@@ -154,6 +154,10 @@ TEST(NnBasicsActivations, ModulesAndSoftmaxForms) {
                "Softplus");
   expect_close(nn::ELU(nn::ELUOptions().alpha(2))(x), F::elu(x, F::ELUFuncOptions().alpha(2)), 0, 0, "ELU");
   expect_close(nn::Mish()(x), F::mish(x), 0, 0, "Mish");
+  expect_close(nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2))(x), leaky_relu(x, 0.2), 0, 0, "LeakyReLU");
+  expect_close(F::leaky_relu(x, F::LeakyReLUFuncOptions().negative_slope(0.3)), leaky_relu(x, 0.3), 0, 0,
+               "F::leaky_relu options");
+  expect_close(nn::LeakyReLU()(x), leaky_relu(x, 0.01), 0, 0, "LeakyReLU default slope");
   expect_close(nn::Hardswish()(x), F::hardswish(x), 0, 0, "Hardswish");
   expect_close(nn::GELU(nn::GELUOptions().approximate("tanh"))(x), F::gelu(x, F::GELUFuncOptions().approximate("tanh")),
                0, 0, "GELU");
@@ -181,7 +185,32 @@ TEST(NnBasicsActivations, EluInplaceOverwritesTheInputAndKeepsTheGradient) {
   expect_close(a.grad(), c.grad(), 0, 0, "gradient through elu_");
 }
 
+TEST(NnBasicsActivations, LeakyReluInplaceOverwritesTheInputAndKeepsTheGradient) {
+  const Tensor x0 = away_from({4, 5}, {0.0});
+  for (const double slope : {0.2, -0.5}) {  // a negative slope too: its backward reads the saved input, not the output
+    const Tensor expected = leaky_relu(x0, slope);
+    Tensor x = x0.clone();
+    const Tensor y = F::leaky_relu(x, F::LeakyReLUFuncOptions().negative_slope(slope).inplace(true));
+    expect_close(x, expected, 0, 0, "leaky_relu_ wrote its input");
+    EXPECT_TRUE(y.is_same(x));
+    Tensor v = x0.clone();
+    EXPECT_TRUE(leaky_relu_(v, slope).is_same(v));
+    expect_close(v, expected, 0, 0, "minidl::leaky_relu_");
+    const Tensor a = leaf(x0.clone());
+    Tensor b = a * 1.0;
+    nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(slope).inplace(true))(b).sum().backward();
+    const Tensor c = leaf(x0.clone());
+    leaky_relu(c, slope).sum().backward();
+    expect_close(a.grad(), c.grad(), 0, 0, "gradient through leaky_relu_");
+  }
+  std::ostringstream printed;
+  printed << *nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2).inplace(true));
+  EXPECT_EQ(printed.str(), "LeakyReLU(negative_slope=0.2, inplace=true)");
+}
+
 TEST(NnBasicsActivations, BadInputIsTyped) {
+  Tensor integral = ones({3}, TensorOptions(kInt64));
+  EXPECT_ERROR(TypeError, leaky_relu_(integral, 0.1), "leaky_relu_", "int64");
   EXPECT_ERROR(ValueError, F::gelu(random_tensor({2}), F::GELUFuncOptions().approximate("erf")), "gelu", "approximate",
                "erf");
   EXPECT_ERROR(ValueError, F::softmax2d(random_tensor({2, 3})), "Softmax2d", "[2, 3]");

@@ -31,6 +31,8 @@ nn::Conv2d down(std::int64_t in, std::int64_t out, std::int64_t stride, std::int
   return nn::Conv2d(nn::Conv2dOptions(in, out, 4).stride(stride).padding(padding).bias(false));
 }
 
+nn::LeakyReLU leaky() { return nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2)); }
+
 }  // namespace
 
 std::map<std::string, std::string> ModelConfig::to_metadata() const {
@@ -75,10 +77,9 @@ Tensor GeneratorImpl::forward(const Tensor& z) {
 
 DiscriminatorImpl::DiscriminatorImpl(const ModelConfig& c) {
   const std::int64_t w = c.d_width;
-  main = register_module("main", nn::Sequential(down(1, w, 2, 1), nn::LeakyReLU(0.2),                              // 16
-                                                down(w, 2 * w, 2, 1), nn::BatchNorm2d(2 * w), nn::LeakyReLU(0.2),  // 8
-                                                down(2 * w, 4 * w, 2, 1), nn::BatchNorm2d(4 * w),
-                                                nn::LeakyReLU(0.2),      // 4
+  main = register_module("main", nn::Sequential(down(1, w, 2, 1), leaky(),                              // 16
+                                                down(w, 2 * w, 2, 1), nn::BatchNorm2d(2 * w), leaky(),  // 8
+                                                down(2 * w, 4 * w, 2, 1), nn::BatchNorm2d(4 * w), leaky(),  // 4
                                                 down(4 * w, 1, 1, 0)));  // 1x1: the logit
 }
 

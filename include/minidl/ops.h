@@ -47,6 +47,8 @@ Tensor abs(const Tensor& a);
 Tensor relu(const Tensor& a);
 /// ReLU in place (torch::relu_): `a` is overwritten and returned; recorded for autograd like Tensor::mul_.
 Tensor& relu_(Tensor& a);
+/// leaky_relu in place (torch::leaky_relu_): `a` is overwritten and returned.
+Tensor& leaky_relu_(Tensor& a, double negative_slope = 0.01);
 Tensor leaky_relu(const Tensor& a, double negative_slope = 0.01);
 Tensor gelu(const Tensor& a);  // exact (erf) form, as PyTorch's default
 Tensor sigmoid(const Tensor& a);

@@ -57,6 +57,10 @@ Tensor elu(Tensor input, const ELUFuncOptions& o) {
   });
 }
 
+Tensor leaky_relu(Tensor input, const LeakyReLUFuncOptions& o) {
+  return o.inplace() ? minidl::leaky_relu_(input, o.negative_slope()) : minidl::leaky_relu(input, o.negative_slope());
+}
+
 Tensor mish(const Tensor& input) {
   return activation(input, UnaryOp::Mish, BinaryOp::MishGrad, 0.0, "mish", "MishBackward");
 }

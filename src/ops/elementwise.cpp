@@ -361,6 +361,13 @@ Tensor& relu_(Tensor& a) {
   return a;
 }
 
+Tensor& leaky_relu_(Tensor& a, double slope) {
+  ops::check_defined(a, "leaky_relu_", "self");
+  ops::check_floating(a, "leaky_relu_");
+  return ops::unary_inplace(a, UnaryOp::LeakyRelu, slope, "leaky_relu_",
+                            [slope](const Tensor& self) { return minidl::leaky_relu(self, slope); });
+}
+
 Tensor leaky_relu(const Tensor& a_in, double slope) {
   Tensor a = a_in;
   ops::check_floating(a, "leaky_relu");

@@ -194,9 +194,13 @@ class ReLUImpl : public FunctionalImpl {
 MINIDL_MODULE(ReLU);
 class LeakyReLUImpl : public FunctionalImpl {
  public:
-  explicit LeakyReLUImpl(double negative_slope = 0.01)
-      : FunctionalImpl([negative_slope](const Tensor& x) { return leaky_relu(x, negative_slope); }, "LeakyReLU",
-                       detail::str("(negative_slope=", negative_slope, ")")) {}
+  /// With inplace(true) the caller's input is overwritten, as in LibTorch.
+  explicit LeakyReLUImpl(const LeakyReLUOptions& options_ = {})
+      : FunctionalImpl([options_](const Tensor& x) { return functional::leaky_relu(x, options_); }, "LeakyReLU",
+                       detail::str("(negative_slope=", options_.negative_slope(),
+                                   options_.inplace() ? ", inplace=true" : "", ")")),
+        options(options_) {}
+  LeakyReLUOptions options;
 };
 MINIDL_MODULE(LeakyReLU);
 class GELUImpl : public FunctionalImpl {

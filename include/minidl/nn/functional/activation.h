@@ -20,6 +20,10 @@ struct ELUOptions {
   MINIDL_ARG(double, alpha) = 1.0;
   MINIDL_ARG(bool, inplace) = false;
 };
+struct LeakyReLUOptions {
+  MINIDL_ARG(double, negative_slope) = 1e-2;
+  MINIDL_ARG(bool, inplace) = false;
+};
 /// approximate: "none" (the exact erf form) or "tanh".
 struct GELUOptions {
   MINIDL_ARG(std::string, approximate) = "none";
@@ -37,6 +41,7 @@ namespace functional {
 
 using SoftplusFuncOptions = SoftplusOptions;
 using ELUFuncOptions = ELUOptions;
+using LeakyReLUFuncOptions = LeakyReLUOptions;
 using GELUFuncOptions = GELUOptions;
 using SoftmaxFuncOptions = SoftmaxOptions;
 using LogSoftmaxFuncOptions = LogSoftmaxOptions;
@@ -49,6 +54,8 @@ Tensor logsigmoid(const Tensor& input);
 Tensor softplus(const Tensor& input, const SoftplusFuncOptions& options = {});
 /// x for x > 0, else alpha (exp(x) - 1); with inplace(true) the input is overwritten and returned.
 Tensor elu(Tensor input, const ELUFuncOptions& options = {});
+/// x for x > 0, else negative_slope x; with inplace(true) the input is overwritten and returned.
+Tensor leaky_relu(Tensor input, const LeakyReLUFuncOptions& options);
 /// x * tanh(softplus(x))
 Tensor mish(const Tensor& input);
 /// x * relu6(x + 3) / 6

@@ -360,6 +360,27 @@ TEST(GptExample, ResumeIsBitwiseOnTheCpu) {
   fs::remove_all(dir);
 }
 
+TEST(GptExample, GradientAccumulationMatchesOneBatchOfEveryMicroBatch) {
+  // Two micro-batches of 4 sequences take the step one batch of 8 takes: the same windows, the mean gradient.
+  gpt::Hyper whole = tiny_hyper();
+  whole.dropout = 0.0;
+  whole.batch_size = 8;
+  whole.iters = 6;
+  gpt::Hyper split = whole;
+  split.batch_size = 4;
+  split.grad_accum = 2;
+  const auto data = shakespeare(whole.block_size);
+  gpt::Trainer one(cpu_config(whole), data), two(cpu_config(split), data);
+  std::vector<double> la, lb;
+  const gpt::IntervalStats sa = one.train(whole.iters, &la), sb = two.train(split.iters, &lb);
+  ASSERT_EQ(la.size(), lb.size());
+  for (std::size_t i = 0; i < la.size(); ++i) EXPECT_NEAR(lb[i], la[i], 1e-5 * la[i]) << "step " << i;
+  EXPECT_NEAR(sb.loss, sa.loss, 1e-5 * sa.loss);
+  const auto a = one.model()->named_parameters(), b = two.model()->named_parameters();
+  // The sums differ in order only; AdamW's steps move a weight by up to lr = 1e-3, far above the tolerance.
+  for (const auto& item : a) minidl::testing::expect_close(b[item.key()], item.value(), 1e-4, 1e-6, item.key());
+}
+
 TEST(GptExample, SamplingContinuesThePromptWithTokensOfTheVocabulary) {
   gpt::GPTConfig c;
   c.vocab_size = 20;
@@ -518,23 +539,27 @@ TEST(GptExample, GpuTrainsAsTheCpu) {
 TEST(GptExample, GpuCapturedStepMatchesEagerSteps) {
   MINIDL_REQUIRE_GPU();
   const NoTf32 no_tf32;
-  gpt::Hyper h = tiny_hyper();
-  h.dropout = 0.0;
-  const auto data = shakespeare(h.block_size);
-  gpt::TrainConfig gc = cpu_config(h);
-  gc.device = minidl::Device(minidl::kCUDA, 0);
-  gpt::Trainer graphed(gc, data);
-  const gpt::IntervalStats s = graphed.train(12);
-  EXPECT_GT(graphed.graph_nodes(), 0u);
-  gc.cuda_graph = false;
-  gpt::Trainer eager(gc, data);
-  const gpt::IntervalStats e = eager.train(12);
-  EXPECT_EQ(eager.graph_nodes(), 0u);
-  EXPECT_NEAR(s.loss, e.loss, 1e-4);
-  const auto a = graphed.model()->named_parameters(), b = eager.model()->named_parameters();
-  for (const auto& item : a) {
-    // The capture takes the matmul algorithms untimed, so the two runs may round differently; a learning rate that
-    // did not reach the captured update, or a stale batch, would move the weights by about lr = 1e-3.
-    minidl::testing::expect_close(item.value().cpu(), b[item.key()].cpu(), 1e-3, 1e-4, item.key());
+  for (const std::int64_t micro : {1, 2}) {  // with gradient accumulation, the graph holds both micro-batches
+    gpt::Hyper h = tiny_hyper();
+    h.dropout = 0.0;
+    h.grad_accum = micro;
+    const auto data = shakespeare(h.block_size);
+    gpt::TrainConfig gc = cpu_config(h);
+    gc.device = minidl::Device(minidl::kCUDA, 0);
+    gpt::Trainer graphed(gc, data);
+    const gpt::IntervalStats s = graphed.train(12);
+    EXPECT_GT(graphed.graph_nodes(), 0u);
+    gc.cuda_graph = false;
+    gpt::Trainer eager(gc, data);
+    const gpt::IntervalStats e = eager.train(12);
+    EXPECT_EQ(eager.graph_nodes(), 0u);
+    EXPECT_NEAR(s.loss, e.loss, 1e-4) << "grad_accum " << micro;
+    const auto a = graphed.model()->named_parameters(), b = eager.model()->named_parameters();
+    for (const auto& item : a) {
+      // The capture takes the matmul algorithms untimed, so the two runs may round differently; a learning rate
+      // that did not reach the captured update, or a stale batch, would move the weights by about lr = 1e-3.
+      minidl::testing::expect_close(item.value().cpu(), b[item.key()].cpu(), 1e-3, 1e-4,
+                                    item.key() + " grad_accum " + std::to_string(micro));
+    }
   }
 }

@@ -77,7 +77,7 @@ examples::TokenRunSummary run(const Options& o, const gpt::Hyper& h, Device devi
   }
 
   examples::TokenRunSummary summary{device};
-  summary.tokens_per_iter = h.batch_size * h.block_size;
+  summary.tokens_per_iter = h.grad_accum * h.batch_size * h.block_size;
   const std::int64_t start = trainer.iter();
   double train_seconds = 0;
   for (;;) {

@@ -53,7 +53,11 @@ void add_options(CLI::App& app, Options& o) {
   app.add_option("--n-head", o.n_head, "attention heads (must divide --n-embd)")->check(CLI::Range(1, 1024));
   app.add_option("--n-embd", o.n_embd, "embedding width")->check(CLI::Range(1, 1 << 16));
   app.add_option("--block-size", o.block_size, "context length")->check(CLI::Range(1, 1 << 20));
-  app.add_option("--batch-size", o.batch_size, "sequences per step")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--batch-size", o.batch_size, "sequences per micro-batch")->check(CLI::Range(1, 1 << 20));
+  app.add_option("--grad-accum", o.grad_accum,
+                 "micro-batches per optimizer step, their gradients averaged (a step sees grad-accum x batch-size "
+                 "sequences with one micro-batch's activations)")
+      ->check(CLI::Range(1, 1 << 16));
   app.add_option("--dropout", o.dropout, "dropout probability")->check(CLI::Range(0.0, 0.99));
   app.add_flag("--bias", o.bias, "biases in the linear layers and layer norms (as GPT-2; nanoGPT's presets have none)");
   app.add_option("--iters", o.iters, "training iterations (the cosine schedule ends at the last)")
@@ -117,6 +121,7 @@ Hyper resolve(const Options& o) {
   take(h.n_embd, o.n_embd);
   take(h.block_size, o.block_size);
   take(h.batch_size, o.batch_size);
+  take(h.grad_accum, o.grad_accum);
   take(h.dropout, o.dropout);
   take(h.iters, o.iters);
   take(h.warmup, o.warmup);

@@ -13,6 +13,9 @@ namespace gpt {
 /// The hyperparameters of a run after the preset and the overrides.
 struct Hyper {
   std::int64_t n_layer = 6, n_head = 6, n_embd = 384, block_size = 256, batch_size = 64;
+  /// Micro-batches of batch_size sequences per optimizer step (nanoGPT's gradient_accumulation_steps): the step's
+  /// gradient is their mean, so a step sees grad_accum * batch_size sequences with one micro-batch's activations.
+  std::int64_t grad_accum = 1;
   double dropout = 0.2;
   bool bias = false;
   std::int64_t iters = 5000, warmup = 100, eval_every = 250, eval_iters = 200;
@@ -28,7 +31,7 @@ Hyper preset(const std::string& name);
 struct Options {
   std::string config = "char", data, device = "auto", amp = "off", save, resume, metrics, dump_reference, prompt = "\n",
               log_level = "info";
-  std::optional<std::int64_t> n_layer, n_head, n_embd, block_size, batch_size, iters, warmup, eval_every, eval_iters,
+  std::optional<std::int64_t> n_layer, n_head, n_embd, block_size, batch_size, grad_accum, iters, warmup, eval_every, eval_iters,
       synthetic_vocab;
   std::optional<double> dropout, lr, min_lr, weight_decay, grad_clip;
   bool bias = false, compare = false, no_graph = false, no_progress = false;

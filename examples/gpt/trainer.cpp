@@ -99,18 +99,27 @@ bool Trainer::does_one_time_work() const {
 }
 
 void Trainer::step(const Tensor& x, const Tensor& y) {
+  // Micro-batch i is rows [i b, (i + 1) b) of the step's batch; each backward adds its share (loss / K) of the
+  // mean gradient into the gradients the first one created.
+  const std::int64_t micro = config_.hyper.grad_accum, b = config_.hyper.batch_size;
   Tensor loss;
-  {
-    examples::AmpRegion region(config_.amp, config_.device);
-    loss = GPTImpl::loss(model_(x), y);
+  for (std::int64_t i = 0; i < micro; ++i) {
+    Tensor part;
+    {
+      examples::AmpRegion region(config_.amp, config_.device);
+      part = GPTImpl::loss(model_(x.narrow(0, i * b, b)), y.narrow(0, i * b, b));
+      if (micro > 1) part = part / static_cast<double>(micro);
+    }
+    if (scaler_) {
+      scaler_->scale(part).backward();
+    } else {
+      part.backward();
+    }
+    minidl::NoGradGuard no_grad;
+    loss = i == 0 ? part.detach() : loss + part.detach();
   }
   const bool clip = config_.hyper.grad_clip > 0;
-  if (scaler_) {
-    scaler_->scale(loss).backward();
-    if (clip) scaler_->unscale_(*optimizer_);  // clip the true gradients, as PyTorch's recipe
-  } else {
-    loss.backward();
-  }
+  if (scaler_ && clip) scaler_->unscale_(*optimizer_);  // clip the true gradients, as PyTorch's recipe
   if (clip) minidl::nn::utils::clip_grad_norm_(params_, config_.hyper.grad_clip);
   if (scaler_) {
     scaler_->step(*optimizer_);  // skipped on the device when a gradient is inf or NaN
@@ -119,7 +128,7 @@ void Trainer::step(const Tensor& x, const Tensor& y) {
     optimizer_->step();
   }
   minidl::NoGradGuard no_grad;
-  last_loss_ = loss.detach();
+  last_loss_ = loss;
   loss_sum_.add_(last_loss_);
 }
 
@@ -161,14 +170,16 @@ IntervalStats Trainer::train(std::int64_t until, std::vector<double>* step_losse
   std::optional<examples::Progress> progress;
   if (config_.progress) {
     progress.emplace("iters " + std::to_string(iter_) + "-" + std::to_string(until) + " " + config_.device.str(),
-                     until - iter_, h.batch_size * h.block_size, "tok", "iters");
+                     until - iter_, h.grad_accum * h.batch_size * h.block_size, "tok", "iters");
   }
   clock_.start();
   try {
     while (iter_ < until) {
       optimizer_->set_lr(learning_rate(h, iter_));
-      const TokenBatch batch = random_batch(*data_, Split::Train, iter_, 0, h.batch_size, h.block_size, config_.seed);
-      const std::int64_t tokens = h.batch_size * h.block_size;
+      // One draw of every micro-batch's windows: K micro-batches of b see what one batch of K b would.
+      const std::int64_t sequences = h.grad_accum * h.batch_size;
+      const TokenBatch batch = random_batch(*data_, Split::Train, iter_, 0, sequences, h.block_size, config_.seed);
+      const std::int64_t tokens = sequences * h.block_size;
       if (does_one_time_work()) {
         clock_.one_time(tokens, [&] { run_iteration(batch, step_losses != nullptr); });
       } else {

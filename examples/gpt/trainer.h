@@ -3,7 +3,8 @@
 // for the matrices and embeddings, none for biases and norms), nanoGPT's learning rate (linear warm-up, cosine
 // decay to min_lr at the last iteration), gradient clipping, and loss estimates over eval_iters batches per
 // split; with --amp, the forward pass and loss under autocast and, for float16, a GradScaler that unscales the
-// gradients before the clipping. On a GPU the whole step (forward, loss, backward, clipping, AdamW, the running
+// gradients before the clipping. With grad_accum K > 1 a step runs K micro-batches' forward and backward passes
+// (each loss divided by K, the gradients adding up) before the one clipping and update. On a GPU the whole step (forward, loss, backward, clipping, AdamW, the running
 // loss) is captured once in a CUDA graph after two eager warm-up steps and replayed for every later iteration: the
 // host only builds the next batch, copies it in and sets the learning rate, which reaches the captured update
 // through the optimizer's device-side options. The running loss stays on the device until an interval ends or the

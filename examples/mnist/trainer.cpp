@@ -88,7 +88,7 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<const minidl::data::Dataset
 }
 
 void Trainer::step(const Tensor& x, const Tensor& y) {
-  const StepOutputs out = train_step(*model_, *optimizer_, scaler_.get(), config_.amp, config_.device, x, y);
+  const examples::StepOutputs out = examples::train_step(*model_, *optimizer_, scaler_.get(), config_.amp, config_.device, x, y);
   if (!config_.step_metrics) return;
   minidl::NoGradGuard no_grad;
   loss_sum_.add_(out.loss.detach(), static_cast<double>(y.size(0)));

@@ -24,4 +24,8 @@ StepOutputs train_step(minidl::nn::Module& model, minidl::optim::Optimizer& opti
   return out;
 }
 
+minidl::Tensor correct_count(const minidl::Tensor& logits, const minidl::Tensor& target) {
+  return minidl::eq(minidl::argmax(logits, 1), target).sum();
+}
+
 }  // namespace examples

@@ -1,7 +1,8 @@
 #pragma once
-// One training step of an image classifier (examples/mnist's CNN, examples/resnet's ResNet-18): cross entropy on its
-// logits, under --amp's autocast when one is chosen (examples/common/amp_mode.h has the recipe). Nothing here clips
-// gradients; a caller that does must call scaler->unscale_(optimizer) before clipping.
+// One training step of an image classifier (examples/mnist's CNN, examples/resnet's ResNet-18) and its count of
+// correct predictions: cross entropy on the logits, under --amp's autocast when one is chosen
+// (examples/common/amp_mode.h has the recipe). Nothing here clips gradients; a caller that does must call
+// scaler->unscale_(optimizer) before clipping.
 #include <minidl/amp/grad_scaler.h>
 #include <minidl/minidl.h>
 
@@ -22,5 +23,9 @@ struct StepOutputs {
 StepOutputs train_step(minidl::nn::Module& model, minidl::optim::Optimizer& optimizer, minidl::amp::GradScaler* scaler,
                        const std::optional<minidl::DType>& amp, const minidl::Device& device, const minidl::Tensor& x,
                        const minidl::Tensor& y);
+
+/// Number of correct predictions (the argmax of each row of `logits` equal to its `target`) in a batch, as a 0-d
+/// tensor on the device.
+minidl::Tensor correct_count(const minidl::Tensor& logits, const minidl::Tensor& target);
 
 }  // namespace examples

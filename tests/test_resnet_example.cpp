@@ -20,7 +20,7 @@
 
 #include "augment.h"
 #include "data.h"
-#include "metrics.h"
+#include "classifier_metrics.h"
 #include "minidl/io/safetensors.h"
 #include "model.h"
 #include "reference_dump.h"
@@ -69,7 +69,7 @@ const char* const kFashionMnist = "/usr/share/datasets/fashion-mnist";
 
 }  // namespace
 
-TEST(ResnetExample, ResNet18HasTorchvisionsNamesAndParameterCount) {
+TEST(resnet, ResNet18HasTorchvisionsNamesAndParameterCount) {
   resnet::ResNet model{resnet::ModelConfig()};
   resnet::resnet_init(*model);
   std::int64_t count = 0;
@@ -111,7 +111,7 @@ TEST(ResnetExample, ResNet18HasTorchvisionsNamesAndParameterCount) {
   EXPECT_ERROR(minidl::ValueError, small(minidl::randn({3, 1, 32, 32})), "(N, 3, 32, 32)", "[3, 1, 32, 32]");
 }
 
-TEST(ResnetExample, BlocksAndCheckpointMetadata) {
+TEST(resnet, BlocksAndCheckpointMetadata) {
   EXPECT_EQ(resnet::ModelConfig::parse_blocks("3,4,6,3"), (std::array<std::int64_t, 4>{3, 4, 6, 3}));
   for (const char* bad : {"2,2,2", "2,2,2,2,2", "2,0,2,2", "2,,2,2", "a,b,c,d", "2,2,2,2,", ""}) {
     EXPECT_ERROR(minidl::ValueError, resnet::ModelConfig::parse_blocks(bad), "blocks", "four block counts");
@@ -129,7 +129,7 @@ TEST(ResnetExample, BlocksAndCheckpointMetadata) {
   EXPECT_ERROR(minidl::FormatError, resnet::ModelConfig::from_metadata(m, "ck"), "resnet.width", "\"-3\"");
 }
 
-TEST(ResnetExample, CropFlipIsThePaddedCropOfItsFormula) {
+TEST(resnet, CropFlipIsThePaddedCropOfItsFormula) {
   const std::int64_t n = 6;
   const Tensor gray = minidl::randn({n, 1, 32, 32});
   const double background = -0.81;
@@ -172,7 +172,7 @@ TEST(ResnetExample, CropFlipIsThePaddedCropOfItsFormula) {
   EXPECT_NEAR(drawn.flip.to(minidl::kFloat64).mean().item<double>(), 0.5, 0.06);
 }
 
-TEST(ResnetExample, TinyResNetLearnsAFashionMnistSubset) {
+TEST(resnet, TinyResNetLearnsAFashionMnistSubset) {
   if (!fs::exists(kFashionMnist)) GTEST_SKIP() << kFashionMnist << " is not installed (apt-get install dataset-fashion-mnist)";
   auto train = std::make_shared<const examples::ImageSet>(resnet::fashion_mnist(kFashionMnist, true, 640));
   auto test = std::make_shared<const examples::ImageSet>(resnet::fashion_mnist(kFashionMnist, false, 256));
@@ -191,7 +191,7 @@ TEST(ResnetExample, TinyResNetLearnsAFashionMnistSubset) {
   EXPECT_NEAR(epochs[2].lr, 0.05 / 25 / 1e4, 1e-12) << "OneCycleLR's last step: max_lr / (div_factor * final_div_factor)";
 }
 
-TEST(ResnetExample, ResumeContinuesBitwiseOnTheCpu) {
+TEST(resnet, ResumeContinuesBitwiseOnTheCpu) {
   const fs::path dir = temp_dir("resume");
   const std::string ckpt = (dir / "ck.safetensors").string();
   const auto train = synthetic(80, 4), test = synthetic(40, 5);  // 3 steps per epoch, the last of 16
@@ -237,7 +237,7 @@ TEST(ResnetExample, ResumeContinuesBitwiseOnTheCpu) {
   fs::remove_all(dir);
 }
 
-TEST(ResnetExample, DumpReferenceHoldsTheStep) {
+TEST(resnet, DumpReferenceHoldsTheStep) {
   const fs::path dir = temp_dir("dump");
   const std::string dump = (dir / "ref.safetensors").string();
   resnet::dump_reference(tiny_config(), synthetic(40, 6), dump);
@@ -280,7 +280,7 @@ void expect_usage_error(const std::string& args, const std::string& names) {
 
 }  // namespace
 
-TEST(ResnetExample, CommandLineErrorsMetricsAndResume) {
+TEST(resnet, CommandLineErrorsMetricsAndResume) {
   expect_usage_error("--blocks 2,2,2", "four block counts");
   expect_usage_error("--blocks 2,0,2,2", "--blocks");
   expect_usage_error("--width 0", "--width");
@@ -313,16 +313,16 @@ TEST(ResnetExample, CommandLineErrorsMetricsAndResume) {
   std::ifstream in(csv);
   std::vector<std::string> lines;
   for (std::string line; std::getline(in, line);) lines.push_back(line);
-  ASSERT_EQ(lines.size(), 3u) << "the header and a row per epoch (the resumed run had none left)";
-  EXPECT_EQ(lines[0], resnet::MetricsWriter::header());
-  EXPECT_EQ(lines[1].rfind("1,3,", 0), 0u) << lines[1];
-  EXPECT_EQ(lines[2].rfind("2,6,", 0), 0u) << lines[2];
+  ASSERT_EQ(lines.size(), 5u) << "the header, then a train and a test row per epoch (the resumed run had none left)";
+  EXPECT_EQ(lines[0], examples::ClassifierMetricsWriter::header());
+  EXPECT_EQ(lines[1].rfind("1,cpu,train,", 0), 0u) << lines[1];
+  EXPECT_EQ(lines[4].rfind("2,cpu,test,", 0), 0u) << lines[4];
   fs::remove_all(dir);
 }
 
 // CPU vs GPU: the same draws crop alike, and one step from the same weights and batch agrees, in float32 with TF32
 // off.
-TEST(ResnetExample, GpuStepAndAugmentationMatchTheCpu) {
+TEST(resnet, GpuStepAndAugmentationMatchTheCpu) {
   MINIDL_REQUIRE_GPU();
   const bool conv = minidl::cuda::allow_tf32_conv(), matmul = minidl::cuda::allow_tf32_matmul();
   minidl::cuda::set_allow_tf32(false, false);

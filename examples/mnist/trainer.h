@@ -17,7 +17,7 @@
 
 #include "classifier_step.h"
 #include "epoch_clock.h"
-#include "metrics.h"
+#include "epoch_stats.h"
 #include "net.h"
 
 namespace mnist {

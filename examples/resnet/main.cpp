@@ -15,13 +15,12 @@
 #include <vector>
 
 #include "amp_mode.h"
+#include "classifier_metrics.h"
 #include "data.h"
 #include "device_choice.h"
 #include "interrupt.h"
-#include "metrics.h"
 #include "options.h"
 #include "reference_dump.h"
-#include "token_run_summary.h"
 #include "trainer.h"
 
 using minidl::Device;
@@ -75,7 +74,7 @@ resnet::TrainConfig train_config(const Options& o, Device device) {
   return c;
 }
 
-RunSummary run(const Options& o, Device device, const DataSets& data) {
+RunSummary run(const Options& o, Device device, const DataSets& data, examples::ClassifierMetricsWriter* metrics) {
   resnet::Trainer trainer(train_config(o, device), data.train, data.test);
   std::int64_t params = 0;
   for (const minidl::Tensor& p : trainer.model()->parameters()) params += p.numel();
@@ -86,11 +85,6 @@ RunSummary run(const Options& o, Device device, const DataSets& data) {
   if (!o.resume.empty()) {
     trainer.resume(o.resume);
     spdlog::info("resumed from {} after epoch {} (step {})", o.resume, trainer.epoch(), trainer.iter());
-  }
-  std::unique_ptr<resnet::MetricsWriter> metrics;
-  if (!o.metrics.empty()) {
-    metrics = std::make_unique<resnet::MetricsWriter>(examples::metrics_path(o.metrics, o.compare, device),
-                                                      !o.resume.empty());
   }
   RunSummary summary{device};
   while (trainer.epoch() < o.epochs) {
@@ -103,7 +97,12 @@ RunSummary run(const Options& o, Device device, const DataSets& data) {
         s.timing.one_time_steps > 0 ? fmt::format("; {:.2f} s of it one-time work in {} step(s)",
                                                   s.timing.one_time_seconds, s.timing.one_time_steps)
                                     : std::string());
-    if (metrics) metrics->write(s, trainer.iter(), trainer.train_seconds());
+    if (metrics) {
+      metrics->write(s.epoch, device.str(), "train", s.train.loss, s.train.accuracy, s.train.seconds,
+                     static_cast<double>(s.train.images) / s.train.seconds);
+      metrics->write(s.epoch, device.str(), "test", s.test.loss, s.test.accuracy, s.test.seconds,
+                     static_cast<double>(s.test.images) / s.test.seconds);
+    }
     if (!o.save.empty()) trainer.save(o.save);
     summary.steps += s.steps;
     summary.images += s.train.images;
@@ -162,8 +161,12 @@ int run_program(int argc, char** argv) {
       spdlog::info("wrote {} and {}", o.dump_reference, resnet::reference_path(o.dump_reference));
       return 0;
     }
+    std::unique_ptr<examples::ClassifierMetricsWriter> metrics;
+    if (!o.metrics.empty()) metrics = std::make_unique<examples::ClassifierMetricsWriter>(o.metrics, !o.resume.empty());
     std::vector<RunSummary> runs;
-    for (const Device& device : examples::training_devices(o.device, o.compare)) runs.push_back(run(o, device, data));
+    for (const Device& device : examples::training_devices(o.device, o.compare)) {
+      runs.push_back(run(o, device, data, metrics.get()));
+    }
     print_summary(runs);
   } catch (const resnet::Interrupted& e) {
     std::fprintf(stderr, "resnet: %s\n", e.what());

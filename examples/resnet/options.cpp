@@ -60,9 +60,8 @@ void add_options(CLI::App& app, Options& o) {
   app.add_flag("--compare", o.compare, "train on the CPU and then on the GPU with the same seed and compare speeds");
   app.add_flag("--no-cuda-graph", o.no_cuda_graph, "GPU: run every step eagerly instead of replaying a CUDA graph");
   app.add_option("--metrics", o.metrics,
-                 "write CSV (epoch,iter,lr,train_loss,train_acc,test_loss,test_acc,epoch_s,steady_epoch_s,"
-                 "elapsed_s), a row per epoch; with --compare, one file per device (FILE with .cpu / .cuda before "
-                 "its extension)")
+                 "write CSV (epoch,device,split,loss,accuracy,seconds,images_per_s), a train and a test row per "
+                 "epoch and device, as mnist_train (scripts/plot_metrics.py draws it)")
       ->check(out_file);
   app.add_option("--save", o.save,
                  "write a checkpoint after every epoch: FILE (safetensors, torchvision's parameter names) and "

@@ -158,7 +158,6 @@ EpochStats Trainer::train_epoch() {
                      config_.batch_size);
   }
   const auto where = [&] { return "epoch " + std::to_string(s.epoch) + " step " + std::to_string(s.steps); };
-  const double seconds_before = train_seconds_;
   loader_.start_epoch(s.epoch);
   clock_.start();
   try {
@@ -196,7 +195,6 @@ EpochStats Trainer::train_epoch() {
     progress->finish();
   }
   s.lr = last_step_lr_;
-  train_seconds_ = seconds_before + s.train.seconds;
   epoch_ = s.epoch;
   if (test_) s.test = evaluate();
   return s;
@@ -250,7 +248,6 @@ void Trainer::save(const std::string& path) const {
   st.scheduler = scheduler_->state_dict();
   st.rng = minidl::get_rng_state();
   st.extra["iter"] = std::to_string(iter_);
-  st.extra["train_seconds"] = examples::exact_text(train_seconds_);
   if (scaler_) examples::save_grad_scaler(*scaler_, st.extra);
   minidl::io::save_training_state(state_path(path), st);
 }
@@ -281,7 +278,6 @@ void Trainer::resume(const std::string& path) {
   minidl::set_rng_state(st.rng);
   epoch_ = st.epoch;
   iter_ = static_cast<std::int64_t>(examples::extra_number(st.extra, "iter", state_path(path), "resnet --save"));
-  train_seconds_ = examples::extra_number(st.extra, "train_seconds", state_path(path), "resnet --save");
 }
 
 }  // namespace resnet

@@ -82,8 +82,6 @@ class Trainer {
   /// Epochs finished, and steps done since the start of training.
   std::int64_t epoch() const { return epoch_; }
   std::int64_t iter() const { return iter_; }
-  /// Seconds spent in training passes since the start of training (a resumed run continues the sum).
-  double train_seconds() const { return train_seconds_; }
   /// Steps in one epoch, and in the whole run (OneCycleLR's total_steps).
   std::int64_t steps_per_epoch() const { return loader_.num_batches(); }
 
@@ -103,7 +101,7 @@ class Trainer {
 
   /// Writes the model to `path` (safetensors with torchvision's names; the model configuration, epoch, epochs,
   /// batch size, learning rate and seed in the metadata) and SGD's momentum buffers, the scheduler, the step
-  /// count, training time, GradScaler and RNG state to state_path(path).
+  /// count, GradScaler and RNG state to state_path(path).
   void save(const std::string& path) const;
   /// Restores what save() wrote. A checkpoint of another model, seed or schedule (--epochs, --batch-size, --lr,
   /// the training set's size) is a ValueError naming both values.
@@ -132,7 +130,6 @@ class Trainer {
   minidl::cuda::CUDAGraph graph_;
   minidl::Tensor static_x_, static_y_;  // the captured step reads its batch from here
   std::int64_t epoch_ = 0, iter_ = 0, eager_full_steps_ = 0;
-  double train_seconds_ = 0;
   double last_step_lr_ = 0;  // the learning rate the last step ran with (the scheduler's is the next step's)
   std::set<std::int64_t> seen_batch_sizes_;
   examples::EpochClock clock_;

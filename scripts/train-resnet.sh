@@ -18,3 +18,4 @@ if [ ${#args[@]} -eq 0 ]; then
   fi
 fi
 ./build/release/examples/resnet/resnet --metrics build/release/resnet_metrics.csv "${args[@]}"
+plot_metrics build/release/resnet_metrics.csv build/release/resnet_metrics.png

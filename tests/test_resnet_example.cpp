@@ -19,8 +19,8 @@
 #include <unistd.h>
 
 #include "augment.h"
-#include "data.h"
 #include "classifier_metrics.h"
+#include "data.h"
 #include "minidl/io/safetensors.h"
 #include "model.h"
 #include "reference_dump.h"
@@ -149,8 +149,8 @@ TEST(resnet, CropFlipIsThePaddedCropOfItsFormula) {
         for (std::int64_t j = 0; j < 32; ++j) {
           // The padded image's pixel (dy + i, dx + j'), j' mirrored where flipped; outside the image: background.
           const std::int64_t r = dy[b] + i - 4, col = dx[b] + (flip[b] ? 31 - j : j) - 4;
-          const float want = r < 0 || r >= 32 || col < 0 || col >= 32 ? static_cast<float>(background)
-                                                                       : g[(b * 32 + r) * 32 + col];
+          const float want =
+              r < 0 || r >= 32 || col < 0 || col >= 32 ? static_cast<float>(background) : g[(b * 32 + r) * 32 + col];
           wrong += o[((b * 3 + c) * 32 + i) * 32 + j] != want;
         }
       }
@@ -173,7 +173,8 @@ TEST(resnet, CropFlipIsThePaddedCropOfItsFormula) {
 }
 
 TEST(resnet, TinyResNetLearnsAFashionMnistSubset) {
-  if (!fs::exists(kFashionMnist)) GTEST_SKIP() << kFashionMnist << " is not installed (apt-get install dataset-fashion-mnist)";
+  if (!fs::exists(kFashionMnist))
+    GTEST_SKIP() << kFashionMnist << " is not installed (apt-get install dataset-fashion-mnist)";
   auto train = std::make_shared<const examples::ImageSet>(resnet::fashion_mnist(kFashionMnist, true, 640));
   auto test = std::make_shared<const examples::ImageSet>(resnet::fashion_mnist(kFashionMnist, false, 256));
   ASSERT_EQ(train->images().sizes(), (minidl::Shape{640, 1, 32, 32}));
@@ -188,7 +189,8 @@ TEST(resnet, TinyResNetLearnsAFashionMnistSubset) {
   EXPECT_LT(epochs[2].train.loss, epochs[0].train.loss) << "the training loss falls";  // 2026-12-05: 2.29 -> 1.35
   EXPECT_EQ(epochs[2].test.images, 256);
   EXPECT_GT(epochs[2].test.accuracy, 0.4) << "10 classes: chance is 0.1";  // 2026-12-05: 0.55
-  EXPECT_NEAR(epochs[2].lr, 0.05 / 25 / 1e4, 1e-12) << "OneCycleLR's last step: max_lr / (div_factor * final_div_factor)";
+  EXPECT_NEAR(epochs[2].lr, 0.05 / 25 / 1e4, 1e-12)
+      << "OneCycleLR's last step: max_lr / (div_factor * final_div_factor)";
 }
 
 TEST(resnet, ResumeContinuesBitwiseOnTheCpu) {
@@ -226,8 +228,7 @@ TEST(resnet, ResumeContinuesBitwiseOnTheCpu) {
   EXPECT_EQ(file.metadata.at("resnet.epoch"), "1");
   resnet::TrainConfig other = tiny_config();
   other.model.width = 16;
-  EXPECT_ERROR(minidl::ValueError, resnet::Trainer(other, train, test).resume(ckpt), "--resume", "width 8",
-               "width 16");
+  EXPECT_ERROR(minidl::ValueError, resnet::Trainer(other, train, test).resume(ckpt), "--resume", "width 8", "width 16");
   other = tiny_config();
   other.seed = 6;
   EXPECT_ERROR(minidl::ValueError, resnet::Trainer(other, train, test).resume(ckpt), "--seed 5", "give 6");

@@ -33,15 +33,15 @@ ImageSet ImageSet::mnist_format(const std::string& dir, bool train, const minidl
   const double background = (0.0 - norm.mean) / norm.std;
   const std::int64_t border = (kPaddedImageSize - 28) / 2;
   Tensor padded = F::pad(raw, F::PadFuncOptions({border, border, border, border}).value(background)).contiguous();
-  return ImageSet(padded, set.labels(),
-                  dir + ": " + std::to_string(padded.size(0)) + (train ? " training" : " test") +
-                      " images padded to 32x32",
-                  background);
+  return ImageSet(
+      padded, set.labels(),
+      dir + ": " + std::to_string(padded.size(0)) + (train ? " training" : " test") + " images padded to 32x32",
+      background);
 }
 
 ImageSet ImageSet::synthetic(std::int64_t n, std::uint64_t seed, std::int64_t classes) {
-  MINIDL_CHECK(n >= 1 && classes >= 1, minidl::ValueError, "ImageSet::synthetic: n and classes must be >= 1, found ",
-               n, " and ", classes);
+  MINIDL_CHECK(n >= 1 && classes >= 1, minidl::ValueError, "ImageSet::synthetic: n and classes must be >= 1, found ", n,
+               " and ", classes);
   std::mt19937_64 engine(seed);
   std::uniform_real_distribution<float> pixel(-1.0f, 1.0f);
   std::vector<float> values(static_cast<std::size_t>(n * kPaddedImageSize * kPaddedImageSize));

@@ -91,8 +91,8 @@ BasicBlockImpl::BasicBlockImpl(std::int64_t in_channels, std::int64_t channels, 
   conv2 = register_module("conv2", conv(channels, channels, 3, 1));
   bn2 = register_module("bn2", nn::BatchNorm2d(channels));
   if (stride != 1 || in_channels != channels) {
-    downsample = register_module("downsample", nn::Sequential(conv(in_channels, channels, 1, stride),
-                                                              nn::BatchNorm2d(channels)));
+    downsample = register_module("downsample",
+                                 nn::Sequential(conv(in_channels, channels, 1, stride), nn::BatchNorm2d(channels)));
   }
 }
 

@@ -27,7 +27,7 @@ inline constexpr std::int64_t kImageSize = 32;
 inline constexpr std::int64_t kInputChannels = 3;
 
 struct ModelConfig {
-  std::int64_t width = 64;                       ///< the stem's channels; the stages have 1, 2, 4 and 8 times it
+  std::int64_t width = 64;                         ///< the stem's channels; the stages have 1, 2, 4 and 8 times it
   std::array<std::int64_t, 4> blocks{2, 2, 2, 2};  ///< BasicBlocks per stage
   std::int64_t classes = 10;
 

@@ -17,7 +17,6 @@ namespace resnet {
 inline std::string reference_path(const std::string& dump) { return dump + ".reference"; }
 
 /// Writes FILE and FILE.reference for one step of `config` on the first images of `data`.
-void dump_reference(TrainConfig config, const std::shared_ptr<const examples::ImageSet>& data,
-                    const std::string& path);
+void dump_reference(TrainConfig config, const std::shared_ptr<const examples::ImageSet>& data, const std::string& path);
 
 }  // namespace resnet

@@ -50,7 +50,10 @@ minidl::data::DataLoaderOptions loader_options(const TrainConfig& c, std::int64_
 /// Throws NonFiniteLoss naming `what` (e.g. "epoch 3 step 120: the running training loss") when loss is NaN/Inf.
 void check_finite(double loss, const std::string& what) {
   if (std::isfinite(loss)) return;
-  throw NonFiniteLoss(what + " is " + (std::isnan(loss) ? "NaN" : loss > 0 ? "+Inf" : "-Inf") +
+  throw NonFiniteLoss(what + " is " +
+                      (std::isnan(loss) ? "NaN"
+                       : loss > 0       ? "+Inf"
+                                        : "-Inf") +
                       ": training stopped without saving these weights (the last checkpoint, if any, is unchanged). "
                       "Try a lower --lr");
 }
@@ -66,15 +69,16 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<const examples::ImageSet> t
         if (device.is_cuda()) minidl::cuda::synchronize(device.index());
       }) {
   MINIDL_CHECK(config_.epochs >= 1, minidl::ValueError, "resnet::Trainer: epochs must be >= 1 (OneCycleLR's length)");
-  optimizer_ = std::make_unique<optim::SGD>(model_->parameters(), optim::SGDOptions(config_.lr)
-                                                                      .momentum(config_.momentum)
-                                                                      .nesterov(true)
-                                                                      .weight_decay(config_.weight_decay));
+  optimizer_ = std::make_unique<optim::SGD>(
+      model_->parameters(),
+      optim::SGDOptions(config_.lr).momentum(config_.momentum).nesterov(true).weight_decay(config_.weight_decay));
   // cycle_momentum off: the recipe's momentum stays 0.9 (OneCycleLR would swing it between 0.85 and 0.95).
   scheduler_ = std::make_unique<optim::OneCycleLR>(*optimizer_, config_.lr, config_.epochs * steps_per_epoch(), 0.3,
                                                    "cos", /*cycle_momentum=*/false);
-  if (test_) test_loader_ = std::make_unique<minidl::data::DataLoader>(
-                  test_, loader_options(config_, config_.test_batch_size, false));
+  if (test_) {
+    test_loader_ =
+        std::make_unique<minidl::data::DataLoader>(test_, loader_options(config_, config_.test_batch_size, false));
+  }
   if (examples::needs_grad_scaler(config_.amp)) {
     scaler_ = std::make_unique<minidl::amp::GradScaler>();
   }

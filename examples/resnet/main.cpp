@@ -8,7 +8,6 @@
 #include <spdlog/spdlog.h>
 #include <CLI/CLI.hpp>
 
-#include <cmath>
 #include <cstdio>
 #include <limits>
 #include <memory>

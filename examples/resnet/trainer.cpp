@@ -4,6 +4,7 @@
 #include <minidl/io/safetensors.h>
 #include <minidl/random.h>
 
+#include <chrono>
 #include <cmath>
 #include <optional>
 

@@ -9,7 +9,6 @@
 #include <minidl/amp/grad_scaler.h>
 #include <minidl/minidl.h>
 
-#include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>

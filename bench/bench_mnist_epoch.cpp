@@ -1,7 +1,7 @@
 // Epoch benchmark of the example CNN, measured the way ../shared/reference's PyTorch script and
 // bench/torch_reference.py measure: a warm-up epoch first (cuDNN algorithm search, graph capture), then one
 // timed epoch of n // batch steps (drop_last) with the data resident on the device, no evaluation inside
-// the timing. --amp bf16/fp16 trains under autocast as mnist_train --amp does (examples/mnist/amp.h).
+// the timing. --amp bf16/fp16 trains under autocast as mnist_train --amp does (examples/common/classifier_step.h).
 // Prints one RESULT line per configuration; bench/compare.py turns them into a table.
 #include <minidl/minidl.h>
 #include <minidl/run_main.h>
@@ -20,7 +20,7 @@ namespace {
 /// Peak GPU memory of one training step, measured as ../shared/reference/torch_mem.py measures PyTorch's:
 /// model, optimizer and a random batch on the device (no dataset), three warm-up steps, then the peak of
 /// `allocated` over one step — for the graph mode, over the capture, which holds every buffer a replay uses. The
-/// step is the Trainer's (mnist::train_step), under --amp's autocast.
+/// step is the Trainer's (examples::train_step), under --amp's autocast.
 double step_peak_mb(const minidl::Device& dev, std::int64_t batch, bool graph,
                     const std::optional<minidl::DType>& amp) {
   minidl::manual_seed(0);
@@ -31,7 +31,7 @@ double step_peak_mb(const minidl::Device& dev, std::int64_t batch, bool graph,
   if (examples::needs_grad_scaler(amp)) scaler = std::make_unique<minidl::amp::GradScaler>();
   const minidl::Tensor x = minidl::randn({batch, 1, 28, 28}, dev);
   const minidl::Tensor y = (minidl::rand({batch}, dev) * 10.0).to(minidl::kInt64);
-  auto step = [&] { mnist::train_step(*net, opt, scaler.get(), amp, dev, x, y); };
+  auto step = [&] { examples::train_step(*net, opt, scaler.get(), amp, dev, x, y); };
   for (int i = 0; i < 3; ++i) {
     opt.zero_grad();
     step();

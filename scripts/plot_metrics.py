@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
-"""Plots the CSV that `mnist_train --metrics FILE`, `gpt_train --metrics FILE` or `char_lstm --metrics FILE`
-writes.
+"""Plots the CSV that `mnist_train --metrics FILE`, `resnet --metrics FILE`, `gpt_train --metrics FILE` or
+`char_lstm --metrics FILE` writes.
 
 Usage: plot_metrics.py METRICS_CSV [-o OUT_PNG] [--title TEXT]
 
@@ -8,10 +8,11 @@ gpt_train's and char_lstm's CSV has the header iter,split,loss,ms_per_iter,token
 evaluation interval with its speed, val rows with the evaluation loss); its PNG shows both losses against the
 iteration and against the training time, and the training speed per interval.
 
-The CSV has the header epoch,device,split,loss,accuracy,seconds,images_per_s and one row per epoch, device and
-split (train/test). The PNG (default: the CSV's name with .png) shows loss and accuracy per epoch, one curve per
-device and split, and the mean training-epoch time per device as bars, with the GPU's speedup over the CPU when
-both ran (mnist_train --compare). Needs matplotlib (Debian: python3-matplotlib); renders off-screen (Agg).
+The image classifiers' CSV (mnist_train, resnet) has the header epoch,device,split,loss,accuracy,seconds,images_per_s
+and one row per epoch, device and split (train/test). The PNG (default: the CSV's name with .png) shows loss and
+accuracy per epoch, one curve per device and split, and the mean training-epoch time per device as bars, with the
+GPU's speedup over the CPU when both ran (--compare). Needs matplotlib (Debian: python3-matplotlib); renders
+off-screen (Agg).
 Exit status: 0 written, 2 for a missing or malformed CSV or a missing matplotlib.
 """
 import argparse

@@ -270,7 +270,7 @@ TEST(DcganExample, TrainingStepsKeepLossesFiniteAndMoveEveryParameter) {
 TEST(DcganExample, FashionMnistIsPaddedToTheTanhRange) {
   const std::string dir = "/usr/share/datasets/fashion-mnist";
   if (!fs::exists(dir)) GTEST_SKIP() << dir << " is not installed (apt-get install dataset-fashion-mnist)";
-  const dcgan::ImageSet set = dcgan::ImageSet::fashion_mnist(dir, 10);
+  const dcgan::ImageSet set = dcgan::fashion_mnist(dir, 10);
   ASSERT_EQ(set.images().sizes(), (minidl::Shape{10, 1, 32, 32}));
   minidl::data::Normalization none;
   const minidl::data::MnistDataset raw = minidl::data::MnistDataset::load(dir, true, none);  // pixels in [0, 1]
@@ -279,7 +279,7 @@ TEST(DcganExample, FashionMnistIsPaddedToTheTanhRange) {
   const Tensor border = minidl::cat({set.images().narrow(2, 0, 2).flatten(), set.images().narrow(2, 30, 2).flatten(),
                                      set.images().narrow(3, 0, 2).flatten(), set.images().narrow(3, 30, 2).flatten()});
   EXPECT_TRUE(minidl::equal(border, minidl::full_like(border, -1.0))) << "the padding is the background, -1";
-  EXPECT_ERROR(minidl::IOError, dcgan::ImageSet::fashion_mnist("/nonexistent-dir"), "/nonexistent-dir");
+  EXPECT_ERROR(minidl::IOError, dcgan::fashion_mnist("/nonexistent-dir"), "/nonexistent-dir");
 }
 
 TEST(DcganExample, ResumeContinuesBitwiseOnTheCpu) {

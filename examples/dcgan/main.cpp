@@ -41,7 +41,7 @@ struct RunSummary {
 std::shared_ptr<const dcgan::ImageSet> load_data(const Options& o) {
   auto set = std::make_shared<const dcgan::ImageSet>(
       o.synthetic ? dcgan::ImageSet::synthetic(o.train_limit > 0 ? o.train_limit : 60000, o.seed)
-                  : dcgan::ImageSet::fashion_mnist(o.data, o.train_limit));
+                  : dcgan::fashion_mnist(o.data, o.train_limit));
   spdlog::info("data: {}", set->description());
   return set;
 }

@@ -2,6 +2,8 @@
 
 #include <sstream>
 
+#include "checkpoint_metadata.h"
+
 namespace dcgan {
 
 namespace nn = minidl::nn;
@@ -9,19 +11,7 @@ using minidl::Tensor;
 
 namespace {
 
-std::int64_t metadata_int(const std::map<std::string, std::string>& m, const std::string& key,
-                          const std::string& file) {
-  const auto it = m.find(key);
-  MINIDL_CHECK(it != m.end(), minidl::FormatError, file, ": the metadata lacks ", key,
-               " (not a checkpoint written by dcgan --save)");
-  try {
-    std::size_t used = 0;
-    const long long v = std::stoll(it->second, &used);
-    if (used == it->second.size() && v >= 1) return v;
-  } catch (const std::exception&) {
-  }
-  throw minidl::FormatError(file + ": metadata " + key + " is \"" + it->second + "\", expected a positive integer");
-}
+constexpr const char* kWriter = "dcgan --save";
 
 nn::ConvTranspose2d up(std::int64_t in, std::int64_t out, std::int64_t stride, std::int64_t padding) {
   return nn::ConvTranspose2d(nn::ConvTranspose2dOptions(in, out, 4).stride(stride).padding(padding).bias(false));
@@ -43,9 +33,9 @@ std::map<std::string, std::string> ModelConfig::to_metadata() const {
 
 ModelConfig ModelConfig::from_metadata(const std::map<std::string, std::string>& m, const std::string& file) {
   ModelConfig c;
-  c.latent = metadata_int(m, "dcgan.latent", file);
-  c.g_width = metadata_int(m, "dcgan.g_width", file);
-  c.d_width = metadata_int(m, "dcgan.d_width", file);
+  c.latent = examples::metadata_positive_int(m, "dcgan.latent", file, kWriter);
+  c.g_width = examples::metadata_positive_int(m, "dcgan.g_width", file, kWriter);
+  c.d_width = examples::metadata_positive_int(m, "dcgan.d_width", file, kWriter);
   return c;
 }
 

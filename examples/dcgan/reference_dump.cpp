@@ -5,21 +5,15 @@
 #include <algorithm>
 #include <map>
 #include <numeric>
-#include <sstream>
 #include <vector>
+
+#include "checkpoint_metadata.h"
 
 namespace dcgan {
 
 using minidl::Tensor;
 
 namespace {
-
-std::string number(double v) {
-  std::ostringstream o;
-  o.precision(17);
-  o << v;
-  return o.str();
-}
 
 /// The gradients of the model's parameters whose names start with `prefix`, as ref.<what>.<name>.
 void add_grads(std::map<std::string, Tensor>& ref, DCGAN& model, const std::string& prefix, const std::string& what) {
@@ -58,9 +52,9 @@ void dump_reference(TrainConfig config, const std::shared_ptr<const ImageSet>& d
   for (const auto& [name, t] : minidl::io::state_dict(*trainer.model())) ref["ref.after." + name] = t.cpu().clone();
 
   std::map<std::string, std::string> meta = trainer.model()->config().to_metadata();
-  meta["ref.lr"] = number(config.lr);
-  meta["ref.beta1"] = number(config.beta1);
-  meta["ref.beta2"] = number(config.beta2);
+  meta["ref.lr"] = examples::exact_text(config.lr);
+  meta["ref.beta1"] = examples::exact_text(config.beta1);
+  meta["ref.beta2"] = examples::exact_text(config.beta2);
   meta["ref.device"] = config.device.str();
   minidl::io::save_state_dict(ref, reference_path(path), meta);
 }

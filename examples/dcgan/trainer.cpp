@@ -7,6 +7,7 @@
 #include <cmath>
 #include <optional>
 
+#include "checkpoint_metadata.h"
 #include "progress.h"
 
 namespace dcgan {
@@ -255,22 +256,8 @@ void Trainer::resume(const std::string& path) {
   optimizer_g_->load_state_dict(g);
   minidl::set_rng_state(st.rng);
   epoch_ = st.epoch;
-  const auto number = [&](const std::string& key) {
-    const auto it = st.extra.find(key);
-    MINIDL_CHECK(it != st.extra.end(), minidl::FormatError, state_path(path), ": lacks ", key,
-                 " (not written by dcgan --save)");
-    std::size_t used = 0;
-    double v = 0;
-    try {
-      v = std::stod(it->second, &used);
-    } catch (const std::exception&) {
-    }
-    MINIDL_CHECK(used == it->second.size() && std::isfinite(v) && v >= 0, minidl::FormatError, state_path(path), ": ",
-                 key, " is \"", it->second, "\", expected a number >= 0");
-    return v;
-  };
-  iter_ = static_cast<std::int64_t>(number("iter"));
-  train_seconds_ = number("train_seconds");
+  iter_ = static_cast<std::int64_t>(examples::extra_number(st.extra, "iter", state_path(path), "dcgan --save"));
+  train_seconds_ = examples::extra_number(st.extra, "train_seconds", state_path(path), "dcgan --save");
 }
 
 }  // namespace dcgan

@@ -15,6 +15,7 @@
 #include <cstdio>
 #include <filesystem>
 
+#include "classifier_metrics.h"
 #include "device_choice.h"
 #include "download.h"
 #include "export_logits.h"
@@ -94,7 +95,7 @@ int relaunch_as_ranks(const Options& o, int argc, char** argv) {
 }
 
 RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::data::MnistDataset>& train_set,
-               const std::shared_ptr<minidl::data::MnistDataset>& test_set, mnist::MetricsWriter* metrics,
+               const std::shared_ptr<minidl::data::MnistDataset>& test_set, examples::ClassifierMetricsWriter* metrics,
                const std::shared_ptr<minidl::distributed::ProcessGroup>& group = nullptr) {
   const bool leader = !group || group->rank() == 0;  // the one rank that writes files
   minidl::manual_seed(o.seed);
@@ -144,8 +145,11 @@ RunSummary run(const Options& o, Device device, const std::shared_ptr<minidl::da
         r.test.loss, r.test.accuracy,
         trainer.grad_scaler() ? fmt::format(" | grad scale {}", trainer.grad_scaler()->get_scale()) : std::string());
     if (metrics && leader) {
-      metrics->write(epoch, device.str(), "train", r.train);
-      metrics->write(epoch, device.str(), "test", r.test);
+      const auto write = [&](const char* split, const mnist::EpochStats& s) {
+        metrics->write(epoch, device.str(), split, s.loss, s.accuracy, s.seconds, s.images_per_s);
+      };
+      write("train", r.train);
+      write("test", r.test);
     }
     if (!o.save.empty() && leader) {
       minidl::io::save(*trainer.model(), o.save);
@@ -249,9 +253,9 @@ int run_program(int argc, char** argv) {
     spdlog::info("data: {} ({} train, {} test images; normalisation mean {} std {}), {} CPU threads", dir,
                  train_set->size(), test_set->size(), norm.mean, norm.std, minidl::get_num_threads());
 
-    std::unique_ptr<mnist::MetricsWriter> metrics;
+    std::unique_ptr<examples::ClassifierMetricsWriter> metrics;
     const bool leader = !group || group->rank() == 0;
-    if (!o.metrics.empty() && leader) metrics = std::make_unique<mnist::MetricsWriter>(o.metrics, !o.resume.empty());
+    if (!o.metrics.empty() && leader) metrics = std::make_unique<examples::ClassifierMetricsWriter>(o.metrics, !o.resume.empty());
 
     std::vector<RunSummary> runs;
     if (group) {

@@ -37,11 +37,6 @@ minidl::data::DataLoaderOptions loader_options(const TrainConfig& c, std::int64_
   return o;
 }
 
-/// Number of correct predictions in the batch, as a 0-d tensor on the device.
-Tensor correct_count(const Tensor& logits, const Tensor& target) {
-  return minidl::eq(minidl::argmax(logits, 1), target).sum();
-}
-
 double elapsed_since(std::chrono::steady_clock::time_point t0) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 }
@@ -88,11 +83,11 @@ Trainer::Trainer(TrainConfig config, std::shared_ptr<const minidl::data::Dataset
 }
 
 void Trainer::step(const Tensor& x, const Tensor& y) {
-  const StepOutputs out = train_step(*model_, *optimizer_, scaler_.get(), config_.amp, config_.device, x, y);
+  const examples::StepOutputs out = examples::train_step(*model_, *optimizer_, scaler_.get(), config_.amp, config_.device, x, y);
   if (!config_.step_metrics) return;
   minidl::NoGradGuard no_grad;
   loss_sum_.add_(out.loss.detach(), static_cast<double>(y.size(0)));
-  correct_.add_(correct_count(out.logits, y));
+  correct_.add_(examples::correct_count(out.logits, y));
 }
 
 namespace {
@@ -212,7 +207,7 @@ EpochStats Trainer::evaluate() {
       loss = F::cross_entropy(logits, batch->target, minidl::nn::Reduction::Sum);
     }
     loss_sum.add_(loss);
-    correct.add_(correct_count(logits, batch->target));
+    correct.add_(examples::correct_count(logits, batch->target));
     seen += batch->target.size(0);
     stop_if_requested();
   }

@@ -15,9 +15,9 @@
 #include <string>
 #include <vector>
 
-#include "amp.h"
+#include "classifier_step.h"
 #include "epoch_clock.h"
-#include "metrics.h"
+#include "epoch_stats.h"
 #include "net.h"
 
 namespace mnist {
@@ -36,7 +36,7 @@ struct TrainConfig {
   bool cuda_graph = true;      // GPU: capture the whole training step once and replay it per batch
   bool drop_last = false;      // skip the last, smaller training batch
   /// --amp: the autocast dtype (bfloat16 or float16) of the forward pass and the loss in training and evaluation;
-  /// none: float32 (amp.h).
+  /// none: float32 (classifier_step.h).
   std::optional<minidl::DType> amp;
   /// With float16: the GradScaler's options (PyTorch's defaults).
   minidl::amp::GradScalerOptions grad_scaler;

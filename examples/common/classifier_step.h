@@ -1,6 +1,8 @@
 #pragma once
-// --amp: one mixed-precision training step of the example CNN (examples/common/amp_mode.h has the recipe). Nothing
-// here clips gradients; a caller that does must call scaler->unscale_(optimizer) before clipping.
+// One training step of an image classifier (examples/mnist's CNN, examples/resnet's ResNet-18) and its count of
+// correct predictions: cross entropy on the logits, under --amp's autocast when one is chosen
+// (examples/common/amp_mode.h has the recipe). Nothing here clips gradients; a caller that does must call
+// scaler->unscale_(optimizer) before clipping.
 #include <minidl/amp/grad_scaler.h>
 #include <minidl/minidl.h>
 
@@ -8,7 +10,7 @@
 
 #include "amp_mode.h"
 
-namespace mnist {
+namespace examples {
 
 /// The logits and the (float32, unscaled) loss of one training step.
 struct StepOutputs {
@@ -22,4 +24,8 @@ StepOutputs train_step(minidl::nn::Module& model, minidl::optim::Optimizer& opti
                        const std::optional<minidl::DType>& amp, const minidl::Device& device, const minidl::Tensor& x,
                        const minidl::Tensor& y);
 
-}  // namespace mnist
+/// Number of correct predictions (the argmax of each row of `logits` equal to its `target`) in a batch, as a 0-d
+/// tensor on the device.
+minidl::Tensor correct_count(const minidl::Tensor& logits, const minidl::Tensor& target);
+
+}  // namespace examples

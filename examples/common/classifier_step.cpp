@@ -1,6 +1,6 @@
-#include "amp.h"
+#include "classifier_step.h"
 
-namespace mnist {
+namespace examples {
 
 namespace F = minidl::nn::functional;
 
@@ -9,7 +9,7 @@ StepOutputs train_step(minidl::nn::Module& model, minidl::optim::Optimizer& opti
                        const minidl::Tensor& y) {
   StepOutputs out;
   {
-    examples::AmpRegion region(amp, device);
+    AmpRegion region(amp, device);
     out.logits = model.forward(x);
     out.loss = F::cross_entropy(out.logits, y);
   }
@@ -24,4 +24,8 @@ StepOutputs train_step(minidl::nn::Module& model, minidl::optim::Optimizer& opti
   return out;
 }
 
-}  // namespace mnist
+minidl::Tensor correct_count(const minidl::Tensor& logits, const minidl::Tensor& target) {
+  return minidl::eq(minidl::argmax(logits, 1), target).sum();
+}
+
+}  // namespace examples

@@ -389,7 +389,8 @@ TEST(LayersGpu, ActivationAndShapeModules) {
   setup_gpu();
   const Tensor x = rnd({3, 4, 7, 5}, -3.0, 3.0);
   compare_module("ReLU", [] { return nn::ReLU().ptr(); }, x);
-  compare_module("LeakyReLU(0.2)", [] { return nn::LeakyReLU(0.2).ptr(); }, x);
+  compare_module(
+      "LeakyReLU(0.2)", [] { return nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2)).ptr(); }, x);
   compare_module("GELU", [] { return nn::GELU().ptr(); }, x);
   compare_module("Sigmoid", [] { return nn::Sigmoid().ptr(); }, x);
   compare_module("Tanh", [] { return nn::Tanh().ptr(); }, x);

@@ -286,7 +286,8 @@ TEST(LayersGradcheck, Dropout2dFixedMask) {
 
 TEST(LayersGradcheck, ActivationModules) {
   check_module("ReLU", nn::ReLU().ptr(), away_from_zero({3, 4}));
-  check_module("LeakyReLU(0.2)", nn::LeakyReLU(0.2).ptr(), away_from_zero({3, 4}));
+  check_module("LeakyReLU(0.2)", nn::LeakyReLU(nn::LeakyReLUOptions().negative_slope(0.2)).ptr(),
+               away_from_zero({3, 4}));
   check_module("GELU", nn::GELU().ptr(), rnd({3, 4}, -2.0, 2.0));
   check_module("Sigmoid", nn::Sigmoid().ptr(), rnd({3, 4}, -3.0, 3.0));
   check_module("Tanh", nn::Tanh().ptr(), rnd({3, 4}, -2.0, 2.0));

@@ -37,6 +37,7 @@
 #include "cpu/gemm.h"
 #include "cpu/lane_sum.h"
 #include "cpu/scratch.h"
+#include "cpu/transpose_blocked.h"
 #include "cpu/window_span.h"
 
 namespace minidl {
@@ -302,10 +303,8 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
         }
       }
       for (Index grp = 0; grp < p.groups; ++grp) {
-        const T* src = dw_t + grp * g.CRS * g.Kg;
-        T* dst = dw_acc + grp * g.Kg * g.CRS;
-        for (Index k = 0; k < g.Kg; ++k)
-          for (Index crs = r0; crs < r1; ++crs) dst[k * g.CRS + crs] = src[crs * g.Kg + k];
+        transpose_blocked(dw_t + (grp * g.CRS + r0) * g.Kg, g.Kg, r1 - r0, g.Kg, dw_acc + grp * g.Kg * g.CRS + r0,
+                          g.CRS);
       }
     }
   });

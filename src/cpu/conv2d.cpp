@@ -257,7 +257,14 @@ void conv2d_backward_weight(const Conv2dParams& p, const T* x, const T* dy, T* d
   // chunks per thread, as parallel_for cuts its blocks, so that a thread held up elsewhere hands its images to
   // the others (with one chunk per thread the whole pass waited for the slowest core); the extra accumulators
   // cost a few MB of adds.
-  const Index chunks = std::min<Index>(p.N, std::max<Index>(1, kBlocksPerThread * device().numThreads()));
+  // Every chunk also transposes and adds a whole dW: where one image's product is small beside it (few output
+  // positions, many weights: ResNet's last stage, 4x4 outputs of 512x512x3x3), a chunk takes enough images for
+  // kMinChunkPositions output positions, down to one chunk per thread.
+  constexpr Index kMinChunkPositions = 256;
+  const Index threads = device().numThreads();
+  const Index by_work = std::max<Index>(1, p.N * p.P * p.Q / kMinChunkPositions);
+  const Index chunks =
+      std::min<Index>(p.N, std::max<Index>(threads, std::min<Index>(kBlocksPerThread * threads, by_work)));
   // With few images per thread (parts_per_item), each chunk's products are also cut into ranges of Col's rows
   // (the weights' (c, r, s) positions; each range packs dY again; batch 16 on 16 threads: four). The ranges
   // change no sum: every element is summed over the same images in the same order.

@@ -22,6 +22,12 @@ ctest --test-dir build/gpu -j 8 --output-on-failure --timeout 600 > "$out/ctest.
 echo "ctest exit $?: $(grep -E 'tests passed|tests failed' "$out/ctest.log")"
 grep -E "^\s+[0-9]+ - .*\(Failed|\(Timeout|\(SEGFAULT|\(Subprocess" "$out/ctest.log" | head -40
 echo "GPU tests skipped: $(grep -c 'Skipped' "$out/ctest.log")"
+# The 16-bit CUDA products, refused by default (issue 25): every cuBLASLt candidate checked, then their tests with
+# the refusal lifted.
+./build/gpu/bench/cublaslt_candidates --wrong > "$out/cublaslt_candidates.txt" 2>&1
+echo "cublaslt_candidates exit $?: $(tail -1 "$out/cublaslt_candidates.txt")"
+MINIDL_CUDA_LOWP_PRODUCTS=1 ./build/gpu/tests/test_matmul_lowp > "$out/matmul_lowp_enabled.log" 2>&1
+echo "test_matmul_lowp with 16-bit CUDA products: exit $?, $(grep -cE '^\[  FAILED  \] [A-Z]' "$out/matmul_lowp_enabled.log") failed"
 ./build/gpu/tools/minidl info > "$out/info.txt" 2>&1; echo "minidl info exit $?"; tail -12 "$out/info.txt"
 bench=${BENCH-gpu,cpu}
 if [[ ",$bench," == *",gpu,"* ]] && python3 -c "import torch" 2>/dev/null; then

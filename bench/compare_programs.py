@@ -7,9 +7,9 @@
         --pytorch "/usr/bin/python3 examples/char_lstm/reference/train_reference.py --threads 2 --iters 4 \\
                    --eval-every 4 --eval-batches 1"
 
-Both programs end with the speed table the examples print (a line `device ms/iter tokens/s ...`, then one row per
-device; the first row is read): gpt_train, char_lstm and their references (examples/<name>/reference) do, with the
-first step, one-time work, left out by both. --repeat N alternates the two N times (minidl, PyTorch, minidl, ...) and
+Both programs end with the speed table the examples print (a line `device ms/iter ...` or `device ms/step ...`,
+then one row per device; the first row is read): gpt_train, char_lstm, resnet, dcgan and their references
+(examples/<name>/reference) do, with the first step, one-time work, left out by both. --repeat N alternates the two N times (minidl, PyTorch, minidl, ...) and
 reports each side's median and range and the median of the N ratios PyTorch / minidl of runs made one after the
 other, so that a drift in the host's speed touches both sides of a pair alike. --pytorch-env VAR=VALUE sets an
 environment variable of the PyTorch runs only: on a busy host PyTorch's OpenMP threads spin, and
@@ -24,16 +24,16 @@ import sys
 
 
 def ms_per_iter(cmd, env):
-    """The first row's ms/iter of the speed table `cmd` prints."""
+    """The first row's milliseconds per iteration of the speed table `cmd` prints."""
     print("$ " + " ".join(cmd), flush=True)
     proc = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env)
     if proc.returncode != 0:
         sys.stdout.write(proc.stdout)
         sys.exit(f"compare_programs: exit status {proc.returncode} from {' '.join(cmd)}")
     lines = proc.stdout.splitlines()
-    header = [i for i, line in enumerate(lines) if line.split()[:2] == ["device", "ms/iter"]]
+    header = [i for i, line in enumerate(lines) if line.split()[:2] in (["device", "ms/iter"], ["device", "ms/step"])]
     if not header or header[-1] + 1 >= len(lines):
-        sys.exit(f"compare_programs: no speed table (device ms/iter ...) in the output of {' '.join(cmd)}:\n"
+        sys.exit(f"compare_programs: no speed table (device ms/iter|ms/step ...) in the output of {' '.join(cmd)}:\n"
                  + proc.stdout)
     return float(lines[header[-1] + 1].split()[1])
 
